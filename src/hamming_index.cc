@@ -1,0 +1,36 @@
+#include "neardup/hamming_index.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace neardup {
+
+Status HammingIndex::SearchBatch(std::span<const uint64_t> queries, int k,
+                                 std::vector<std::vector<Match>>* out, int threads) const {
+  if (k < 0 || k > max_k()) {
+    return Status::InvalidArgument("k must be in [0, " + std::to_string(max_k()) + "]");
+  }
+  out->resize(queries.size());
+  const size_t n = queries.size();
+  const size_t t = static_cast<size_t>(std::clamp(threads, 1, 64));
+  if (t == 1 || n < 2 * t) {
+    for (size_t i = 0; i < n; ++i) {
+      Status s = Search(queries[i], k, &(*out)[i]);
+      if (!s.ok()) return s;
+    }
+    return Status::OK();
+  }
+  // Contiguous slices keep each thread's output writes on its own cache lines.
+  std::vector<std::thread> workers;
+  workers.reserve(t);
+  for (size_t w = 0; w < t; ++w) {
+    const size_t begin = n * w / t, end = n * (w + 1) / t;
+    workers.emplace_back([&, begin, end] {
+      for (size_t i = begin; i < end; ++i) (void)Search(queries[i], k, &(*out)[i]);
+    });
+  }
+  for (auto& th : workers) th.join();
+  return Status::OK();
+}
+
+}  // namespace neardup

@@ -1,0 +1,529 @@
+// MultiIndex: pigeonhole tables over contiguous blocks of the fingerprint.
+//
+// Layout (docs/index.md has the full story and the cost model):
+//  * Rows. Every entry gets a dense 32-bit row; fps_[row] and ids_[row] hold
+//    its fingerprint and id. Removed rows go to a free list and are reused, so
+//    a steady add/expire workload does not grow memory.
+//  * Tables. Table t covers block t (bits [start_t, start_t + w_t) counted
+//    from the most significant bit). Its signature of a fingerprint is the 32
+//    bits starting at start_t (block t, then the bits that follow it,
+//    cyclically). Entries are bucketed by the top `bucket_bits_` bits of the
+//    signature; a bucket stores the signatures and rows of its entries as two
+//    parallel arrays, so a probe scans 4-byte signatures contiguously and
+//    reads fps_ only for the rare candidate whose signature is within k.
+//  * Ids. id -> row lookup is an open-addressing table of rows (the id itself
+//    is read from ids_[row]), 4 bytes per slot instead of 12+.
+//
+// Why contiguous blocks of 32-bit signatures rather than Manku's permuted
+// sorted copies: a permuted copy costs 8 bytes per table per entry plus a row;
+// the signature carries the key and a 16-bit filter (for 4 blocks) in 4 bytes,
+// which rejects ~99% of same-bucket candidates without a random access.
+#include "neardup/multi_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace neardup {
+namespace {
+
+constexpr uint32_t kNoRow = 0xFFFFFFFFu;
+constexpr uint32_t kMaxRows = 0xFFFFFFFEu;
+constexpr int kMaxBucketBits = 20;
+constexpr int kMinBucketBits = 4;
+// A rehash to more bucket bits happens when the mean bucket exceeds this.
+constexpr uint64_t kMaxMeanBucket = 64;
+// Radius per probed block never exceeds this for blocks >= 2 and k <= 8.
+constexpr int kMaxRadius = 4;
+
+inline uint64_t Mix64(uint64_t x) {  // splitmix64 finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// Bucket: [cap signatures][cap rows] in one allocation.
+struct Bucket {
+  uint32_t* data = nullptr;
+  uint32_t size = 0;
+  uint32_t cap = 0;
+
+  const uint32_t* sigs() const { return data; }
+  const uint32_t* rows() const { return data + cap; }
+  uint32_t* sigs() { return data; }
+  uint32_t* rows() { return data + cap; }
+
+  void Reallocate(uint32_t new_cap) {
+    uint32_t* fresh = nullptr;
+    if (new_cap > 0) {
+      fresh = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * 2 * static_cast<size_t>(new_cap)));
+      if (fresh == nullptr) throw std::bad_alloc();
+      if (size > 0) {
+        std::memcpy(fresh, data, sizeof(uint32_t) * size);
+        std::memcpy(fresh + new_cap, data + cap, sizeof(uint32_t) * size);
+      }
+    }
+    std::free(data);
+    data = fresh;
+    cap = new_cap;
+  }
+
+  void Push(uint32_t sig, uint32_t row) {
+    if (size == cap) Reallocate(cap + std::max<uint32_t>(4, cap / 8));
+    sigs()[size] = sig;
+    rows()[size] = row;
+    ++size;
+  }
+
+  // Order inside a bucket carries no meaning, so removal swaps in the last.
+  void EraseAt(uint32_t pos) {
+    --size;
+    sigs()[pos] = sigs()[size];
+    rows()[pos] = rows()[size];
+    if (size == 0) {
+      Reallocate(0);
+    } else if (size < cap / 4 && cap > 16) {
+      Reallocate(size + size / 8 + 1);
+    }
+  }
+};
+
+struct Table {
+  int start = 0;  // block start, counted from the most significant bit
+  int width = 0;  // block width in bits (<= 32)
+  std::vector<Bucket> buckets;
+
+  Table() = default;
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+  Table(Table&& o) noexcept : start(o.start), width(o.width), buckets(std::move(o.buckets)) {}
+  ~Table() { FreeAll(); }
+
+  void FreeAll() {
+    for (Bucket& b : buckets) std::free(b.data);
+    buckets.clear();
+  }
+
+  uint32_t Sig(uint64_t fp) const { return static_cast<uint32_t>(std::rotl(fp, start) >> 32); }
+  // Distance restricted to this table's block, from a fingerprint XOR.
+  int BlockDistance(uint64_t x) const { return std::popcount(std::rotl(x, start) >> (64 - width)); }
+};
+
+class IdMap {
+ public:
+  // ids: the row -> id array the slots point into.
+  uint32_t Find(DocId id, const std::vector<DocId>& ids) const {
+    if (slots_.empty()) return kNoRow;
+    for (size_t i = Home(id);; i = (i + 1) & mask_) {
+      const uint32_t row = slots_[i];
+      if (row == kNoRow) return kNoRow;
+      if (ids[row] == id) return row;
+    }
+  }
+
+  void Insert(DocId id, uint32_t row, const std::vector<DocId>& ids) {
+    if ((count_ + 1) * 8 > slots_.size() * 7) Grow(ids);
+    size_t i = Home(id);
+    while (slots_[i] != kNoRow) i = (i + 1) & mask_;
+    slots_[i] = row;
+    ++count_;
+  }
+
+  // Backward-shift deletion keeps probe sequences intact without tombstones.
+  void Erase(DocId id, const std::vector<DocId>& ids) {
+    if (slots_.empty()) return;
+    size_t i = Home(id);
+    while (true) {
+      if (slots_[i] == kNoRow) return;
+      if (ids[slots_[i]] == id) break;
+      i = (i + 1) & mask_;
+    }
+    size_t hole = i;
+    for (size_t j = (hole + 1) & mask_; slots_[j] != kNoRow; j = (j + 1) & mask_) {
+      const size_t home = Home(ids[slots_[j]]);
+      // Move slots_[j] into the hole unless its home lies cyclically in (hole, j].
+      const bool home_in_range = ((j - home) & mask_) < ((j - hole) & mask_);
+      if (!home_in_range) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = kNoRow;
+    --count_;
+  }
+
+  void Clear() {
+    slots_.clear();
+    slots_.shrink_to_fit();
+    mask_ = 0;
+    count_ = 0;
+  }
+
+  void Reserve(size_t n, const std::vector<DocId>& ids) {
+    size_t want = 16;
+    while (want * 7 < n * 8 + 8) want *= 2;
+    if (want > slots_.size()) Rehash(want, ids);
+  }
+
+  size_t MemoryBytes() const { return slots_.capacity() * sizeof(uint32_t); }
+
+ private:
+  size_t Home(DocId id) const { return Mix64(id) & mask_; }
+
+  void Grow(const std::vector<DocId>& ids) { Rehash(slots_.empty() ? 16 : slots_.size() * 2, ids); }
+
+  void Rehash(size_t new_size, const std::vector<DocId>& ids) {
+    std::vector<uint32_t> old;
+    old.swap(slots_);
+    slots_.assign(new_size, kNoRow);
+    mask_ = new_size - 1;
+    for (uint32_t row : old) {
+      if (row == kNoRow) continue;
+      size_t i = Home(ids[row]);
+      while (slots_[i] != kNoRow) i = (i + 1) & mask_;
+      slots_[i] = row;
+    }
+  }
+
+  std::vector<uint32_t> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+};
+
+// All bit masks over `bits` bits with popcount <= r, smallest popcount first.
+std::vector<uint32_t> MasksWithin(int bits, int r) {
+  std::vector<uint32_t> out{0};
+  std::vector<uint32_t> frontier{0};
+  for (int level = 1; level <= r && level <= bits; ++level) {
+    std::vector<uint32_t> next;
+    for (uint32_t m : frontier) {
+      // Extend only above the highest set bit so each mask is built once.
+      const int lo = m == 0 ? 0 : 32 - std::countl_zero(m);
+      for (int b = lo; b < bits; ++b) next.push_back(m | (1u << b));
+    }
+    out.insert(out.end(), next.begin(), next.end());
+    frontier.swap(next);
+  }
+  return out;
+}
+
+class MultiIndex final : public HammingIndex {
+ public:
+  explicit MultiIndex(int blocks, uint64_t expected_size) : blocks_(blocks) {
+    int start = 0;
+    for (int t = 0; t < blocks; ++t) {
+      Table table;
+      table.start = start;
+      table.width = 64 / blocks + (t < 64 % blocks ? 1 : 0);
+      start += table.width;
+      min_width_ = t == 0 ? table.width : std::min(min_width_, table.width);
+      tables_.push_back(std::move(table));
+    }
+    SetBucketBits(TargetBucketBits(expected_size));
+  }
+
+  Status Add(uint64_t fingerprint, DocId id) override {
+    if (id_map_.Find(id, ids_) != kNoRow) {
+      return Status::AlreadyExists("id " + std::to_string(id) + " already indexed");
+    }
+    if (size_ >= kMaxRows) return Status::ResourceExhausted("index is full (2^32 - 2 entries)");
+    const uint32_t row = AllocateRow(fingerprint, id);
+    id_map_.Insert(id, row, ids_);
+    ++size_;
+    if (bucket_bits_ < MaxBucketBits() && size_ > (uint64_t{1} << bucket_bits_) * kMaxMeanBucket) {
+      SetBucketBits(TargetBucketBits(size_));  // re-buckets every row, including this one
+    } else {
+      for (Table& t : tables_) {
+        const uint32_t sig = t.Sig(fingerprint);
+        t.buckets[BucketOf(sig)].Push(sig, row);
+      }
+    }
+    return Status::OK();
+  }
+
+  Status AddBatch(std::span<const Entry> entries) override {
+    if (entries.empty()) return Status::OK();
+    if (size_ + entries.size() > kMaxRows) return Status::ResourceExhausted("index is full (2^32 - 2 entries)");
+    {
+      std::vector<DocId> batch_ids;
+      batch_ids.reserve(entries.size());
+      for (const Entry& e : entries) {
+        if (id_map_.Find(e.id, ids_) != kNoRow) {
+          return Status::AlreadyExists("id " + std::to_string(e.id) + " already indexed");
+        }
+        batch_ids.push_back(e.id);
+      }
+      std::sort(batch_ids.begin(), batch_ids.end());
+      auto dup = std::adjacent_find(batch_ids.begin(), batch_ids.end());
+      if (dup != batch_ids.end()) {
+        return Status::AlreadyExists("id " + std::to_string(*dup) + " appears twice in the batch");
+      }
+    }
+    // Large batches: append rows, then rebuild every table with exact bucket
+    // sizes (a counting sort) instead of growing buckets one push at a time.
+    const bool rebuild = entries.size() >= 4096 && entries.size() * 4 >= size_;
+    if (!rebuild) {
+      for (const Entry& e : entries) NEARDUP_RETURN_IF_ERROR(Add(e.fingerprint, e.id));
+      return Status::OK();
+    }
+    ReserveRows(ids_.size() + entries.size());
+    id_map_.Reserve(size_ + entries.size(), ids_);
+    for (const Entry& e : entries) {
+      const uint32_t row = AllocateRow(e.fingerprint, e.id);
+      id_map_.Insert(e.id, row, ids_);
+    }
+    size_ += entries.size();
+    SetBucketBits(std::max(bucket_bits_, TargetBucketBits(size_)));
+    return Status::OK();
+  }
+
+  bool Remove(DocId id) override {
+    const uint32_t row = id_map_.Find(id, ids_);
+    if (row == kNoRow) return false;
+    const uint64_t fp = fps_[row];
+    for (Table& t : tables_) {
+      Bucket& b = t.buckets[BucketOf(t.Sig(fp))];
+      const uint32_t* rows = b.rows();
+      for (uint32_t i = 0; i < b.size; ++i) {
+        if (rows[i] == row) {
+          b.EraseAt(i);
+          break;
+        }
+      }
+    }
+    id_map_.Erase(id, ids_);
+    dead_[row / 64] |= uint64_t{1} << (row % 64);
+    free_rows_.push_back(row);
+    --size_;
+    if (size_ == 0) Clear();
+    return true;
+  }
+
+  void Clear() override {
+    fps_.clear();
+    fps_.shrink_to_fit();
+    ids_.clear();
+    ids_.shrink_to_fit();
+    dead_.clear();
+    dead_.shrink_to_fit();
+    free_rows_.clear();
+    free_rows_.shrink_to_fit();
+    id_map_.Clear();
+    size_ = 0;
+    SetBucketBits(kMinBucketBits);
+  }
+
+  Status Search(uint64_t query, int k, std::vector<Match>* out) const override {
+    out->clear();
+    if (k < 0 || k > kMaxSupportedK) return Status::InvalidArgument("k must be in [0, 8]");
+    Probe(query, k, [&](uint32_t row, int d) {
+      out->push_back(Match{ids_[row], fps_[row], d});
+      return true;
+    });
+    std::sort(out->begin(), out->end(), [](const Match& a, const Match& b) {
+      return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
+    });
+    return Status::OK();
+  }
+
+  bool AnyWithin(uint64_t query, int k, Match* first) const override {
+    if (k < 0 || k > kMaxSupportedK) return false;
+    bool found = false;
+    Probe(query, k, [&](uint32_t row, int d) {
+      found = true;
+      if (first) *first = Match{ids_[row], fps_[row], d};
+      return false;
+    });
+    return found;
+  }
+
+  Result<uint64_t> Get(DocId id) const override {
+    const uint32_t row = id_map_.Find(id, ids_);
+    if (row == kNoRow) return Status::NotFound("id " + std::to_string(id) + " not indexed");
+    return fps_[row];
+  }
+
+  void ForEach(const std::function<void(const Entry&)>& fn) const override {
+    for (uint32_t row = 0; row < fps_.size(); ++row) {
+      if (!IsDead(row)) fn(Entry{fps_[row], ids_[row]});
+    }
+  }
+
+  size_t size() const override { return size_; }
+  int max_k() const override { return kMaxSupportedK; }
+
+  size_t MemoryBytes() const override {
+    size_t bytes = fps_.capacity() * 8 + ids_.capacity() * 8 + dead_.capacity() * 8 +
+                   free_rows_.capacity() * 4 + id_map_.MemoryBytes();
+    for (const Table& t : tables_) {
+      bytes += t.buckets.capacity() * sizeof(Bucket);
+      for (const Bucket& b : t.buckets) {
+        // glibc malloc: 8 bytes of header, 16-byte granularity.
+        if (b.data) bytes += (static_cast<size_t>(b.cap) * 8 + 8 + 15) / 16 * 16;
+      }
+    }
+    return bytes;
+  }
+
+  std::string Describe() const override {
+    return "multi-index(blocks=" + std::to_string(blocks_) + ",bucket_bits=" + std::to_string(bucket_bits_) + ")";
+  }
+
+ private:
+  int MaxBucketBits() const { return std::min(min_width_, kMaxBucketBits); }
+
+  int TargetBucketBits(uint64_t n) const {
+    int bits = kMinBucketBits;
+    while (bits < MaxBucketBits() && (n >> bits) > kMaxMeanBucket / 2) ++bits;
+    return bits;
+  }
+
+  uint32_t BucketOf(uint32_t sig) const { return sig >> (32 - bucket_bits_); }
+  bool IsDead(uint32_t row) const { return (dead_[row / 64] >> (row % 64)) & 1; }
+
+  void ReserveRows(size_t rows) {
+    if (rows <= fps_.capacity()) return;
+    // Grow by 1/8 rather than std::vector's 2x: at 50M entries the difference
+    // is hundreds of megabytes of slack.
+    const size_t cap = std::max(rows, fps_.capacity() + fps_.capacity() / 8 + 1024);
+    fps_.reserve(cap);
+    ids_.reserve(cap);
+    dead_.reserve(cap / 64 + 1);
+  }
+
+  uint32_t AllocateRow(uint64_t fp, DocId id) {
+    if (!free_rows_.empty()) {
+      const uint32_t row = free_rows_.back();
+      free_rows_.pop_back();
+      fps_[row] = fp;
+      ids_[row] = id;
+      dead_[row / 64] &= ~(uint64_t{1} << (row % 64));
+      return row;
+    }
+    ReserveRows(fps_.size() + 1);
+    const uint32_t row = static_cast<uint32_t>(fps_.size());
+    fps_.push_back(fp);
+    ids_.push_back(id);
+    if (dead_.size() * 64 <= row) dead_.push_back(0);
+    return row;
+  }
+
+  // Rebuilds every table with 2^bits buckets sized exactly (counting sort).
+  void SetBucketBits(int bits) {
+    bucket_bits_ = bits;
+    const size_t nb = size_t{1} << bits;
+    for (int r = 0; r <= kMaxRadius; ++r) masks_[r] = MasksWithin(bits, r);
+    std::vector<uint32_t> counts;
+    for (Table& t : tables_) {
+      t.FreeAll();
+      t.buckets.assign(nb, Bucket{});
+      counts.assign(nb, 0);
+      for (uint32_t row = 0; row < fps_.size(); ++row) {
+        if (!IsDead(row)) ++counts[BucketOf(t.Sig(fps_[row]))];
+      }
+      for (size_t b = 0; b < nb; ++b) {
+        if (counts[b]) t.buckets[b].Reallocate(counts[b]);
+      }
+      for (uint32_t row = 0; row < fps_.size(); ++row) {
+        if (IsDead(row)) continue;
+        const uint32_t sig = t.Sig(fps_[row]);
+        Bucket& b = t.buckets[BucketOf(sig)];
+        b.sigs()[b.size] = sig;
+        b.rows()[b.size] = row;
+        ++b.size;
+      }
+    }
+  }
+
+  // Pigeonhole plan: probe `tables` tables, each within `radius` of the query
+  // block. Any t = floor(k/(r+1)) + 1 blocks cannot all differ in more than r
+  // bits when the total distance is <= k.
+  struct Plan {
+    int radius;
+    int tables;
+  };
+  Plan PlanFor(int k) const {
+    int r = 0;
+    while (k / (r + 1) + 1 > blocks_) ++r;
+    return Plan{r, k / (r + 1) + 1};
+  }
+
+  // Calls emit(row, distance) once per entry within k; stops when emit
+  // returns false. An entry reachable from several probed tables is reported
+  // only from the first of them (its lowest table whose block is within r),
+  // which keeps results unique without a hash set.
+  template <typename Emit>
+  void Probe(uint64_t query, int k, Emit&& emit) const {
+    if (size_ == 0) return;
+    const Plan plan = PlanFor(k);
+    const std::vector<uint32_t>& masks = masks_[plan.radius];
+    const int shift = 32 - bucket_bits_;
+    for (int ti = 0; ti < plan.tables; ++ti) {
+      const Table& t = tables_[ti];
+      const uint32_t qsig = t.Sig(query);
+      const uint32_t qbucket = qsig >> shift;
+      const int block_shift = 32 - t.width;
+      for (uint32_t mask : masks) {
+        const Bucket& b = t.buckets[qbucket ^ mask];
+        const uint32_t* sigs = b.sigs();
+        for (uint32_t i = 0; i < b.size; ++i) {
+          const uint32_t x = sigs[i] ^ qsig;
+          // Signature distance is a lower bound of the full distance.
+          if (std::popcount(x) > k) continue;
+          if (std::popcount(x >> block_shift) > plan.radius) continue;
+          const uint32_t row = b.rows()[i];
+          const uint64_t diff = fps_[row] ^ query;
+          const int d = std::popcount(diff);
+          if (d > k) continue;
+          bool reported_earlier = false;
+          for (int tj = 0; tj < ti; ++tj) {
+            if (tables_[tj].BlockDistance(diff) <= plan.radius) {
+              reported_earlier = true;
+              break;
+            }
+          }
+          if (reported_earlier) continue;
+          if (!emit(row, d)) return;
+        }
+      }
+    }
+  }
+
+  const int blocks_;
+  int min_width_ = 64;
+  int bucket_bits_ = kMinBucketBits;
+  std::vector<Table> tables_;
+  std::vector<uint32_t> masks_[kMaxRadius + 1];
+
+  std::vector<uint64_t> fps_;
+  std::vector<DocId> ids_;
+  std::vector<uint64_t> dead_;  // bit per row: removed and on the free list
+  std::vector<uint32_t> free_rows_;
+  IdMap id_map_;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+int DefaultBlocks(int k, uint64_t expected_size) {
+  (void)expected_size;
+  // Measured in bench_index (docs/BENCHMARKS.md).
+  if (k <= 2) return 3;
+  return 4;
+}
+
+Result<std::unique_ptr<HammingIndex>> NewMultiIndex(const MultiIndexOptions& options) {
+  if (options.expected_k < 0 || options.expected_k > kMaxSupportedK) {
+    return Status::InvalidArgument("expected_k must be in [0, 8]");
+  }
+  int blocks = options.blocks == 0 ? DefaultBlocks(options.expected_k, options.expected_size) : options.blocks;
+  if (blocks < 2 || blocks > 8) return Status::InvalidArgument("blocks must be in [2, 8]");
+  return std::unique_ptr<HammingIndex>(new MultiIndex(blocks, options.expected_size));
+}
+
+}  // namespace neardup
