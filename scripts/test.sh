@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Command 2 of the README: the whole test suite.
+#  1. Release build, every test (ctest).
+#  2. ASan+UBSan build, every test.
+#  3. TSan build, the tests that run threads (parallel search, parallel
+#     fingerprinting, the deterministic parallel dedup).
+#  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
+# NEARDUP_TEST_QUICK=1 runs step 1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh >/dev/null
+start=$SECONDS
+step() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
+
+step "release build + tests"
+scripts/build.sh release
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+[[ "${NEARDUP_TEST_QUICK:-0}" == 1 ]] && exit 0
+
+step "asan+ubsan build + tests"
+scripts/build.sh asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 900
+
+step "tsan build + concurrent tests"
+scripts/build.sh tsan
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 \
+  -R 'Thread|Parallel|Concurren|BatchSearch|Determinis'
+
+step "fuzz smoke (libFuzzer, bounded)"
+scripts/build.sh fuzz
+for f in build-fuzz/*_fuzzer; do
+  [[ -x "$f" ]] || continue
+  name=$(basename "$f")
+  corpus=fuzz/corpus/${name%_fuzzer}
+  work=$(mktemp -d)
+  [[ -d "$corpus" ]] && cp -r "$corpus"/. "$work"/
+  "$f" -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -print_final_stats=0 "$work" 2>&1 | tail -2
+  rm -rf "$work"
+done
+step "all test stages passed"
