@@ -126,12 +126,17 @@ class IdMap {
     }
   }
 
-  void Insert(DocId id, uint32_t row, const std::vector<DocId>& ids) {
+  // Inserts id -> row unless id is present; returns the existing row or kNoRow.
+  // One probe sequence serves both the duplicate check and the insert.
+  uint32_t InsertIfAbsent(DocId id, uint32_t row, const std::vector<DocId>& ids) {
     if ((count_ + 1) * 8 > slots_.size() * 7) Grow(ids);
     size_t i = Home(id);
-    while (slots_[i] != kNoRow) i = (i + 1) & mask_;
+    for (; slots_[i] != kNoRow; i = (i + 1) & mask_) {
+      if (ids[slots_[i]] == id) return slots_[i];
+    }
     slots_[i] = row;
     ++count_;
+    return kNoRow;
   }
 
   // Backward-shift deletion keeps probe sequences intact without tombstones.
@@ -233,7 +238,7 @@ class MultiIndex final : public HammingIndex {
     }
     if (size_ >= kMaxRows) return Status::ResourceExhausted("index is full (2^32 - 2 entries)");
     const uint32_t row = AllocateRow(fingerprint, id);
-    id_map_.Insert(id, row, ids_);
+    (void)id_map_.InsertIfAbsent(id, row, ids_);
     ++size_;
     if (bucket_bits_ < MaxBucketBits() && size_ > (uint64_t{1} << bucket_bits_) * kMaxMeanBucket) {
       SetBucketBits(TargetBucketBits(size_));  // re-buckets every row, including this one
@@ -249,33 +254,44 @@ class MultiIndex final : public HammingIndex {
   Status AddBatch(std::span<const Entry> entries) override {
     if (entries.empty()) return Status::OK();
     if (size_ + entries.size() > kMaxRows) return Status::ResourceExhausted("index is full (2^32 - 2 entries)");
-    {
-      std::vector<DocId> batch_ids;
-      batch_ids.reserve(entries.size());
+    // Small batches relative to the index: plain adds into the live buckets.
+    const bool rebuild = entries.size() >= 4096 && entries.size() * 4 >= size_;
+    if (!rebuild) {
       for (const Entry& e : entries) {
         if (id_map_.Find(e.id, ids_) != kNoRow) {
           return Status::AlreadyExists("id " + std::to_string(e.id) + " already indexed");
         }
-        batch_ids.push_back(e.id);
       }
+      std::vector<DocId> batch_ids;
+      batch_ids.reserve(entries.size());
+      for (const Entry& e : entries) batch_ids.push_back(e.id);
       std::sort(batch_ids.begin(), batch_ids.end());
       auto dup = std::adjacent_find(batch_ids.begin(), batch_ids.end());
       if (dup != batch_ids.end()) {
         return Status::AlreadyExists("id " + std::to_string(*dup) + " appears twice in the batch");
       }
-    }
-    // Large batches: append rows, then rebuild every table with exact bucket
-    // sizes (a counting sort) instead of growing buckets one push at a time.
-    const bool rebuild = entries.size() >= 4096 && entries.size() * 4 >= size_;
-    if (!rebuild) {
       for (const Entry& e : entries) NEARDUP_RETURN_IF_ERROR(Add(e.fingerprint, e.id));
       return Status::OK();
     }
+    // Large batches: append rows (the id map doubles as the duplicate check),
+    // then rebuild every table with exact bucket sizes (a counting sort)
+    // instead of growing buckets one push at a time.
     ReserveRows(ids_.size() + entries.size());
     id_map_.Reserve(size_ + entries.size(), ids_);
+    std::vector<uint32_t> added;
+    added.reserve(entries.size());
     for (const Entry& e : entries) {
       const uint32_t row = AllocateRow(e.fingerprint, e.id);
-      id_map_.Insert(e.id, row, ids_);
+      if (id_map_.InsertIfAbsent(e.id, row, ids_) != kNoRow) {
+        // Roll back: the batch is all-or-nothing and the tables are untouched.
+        ReleaseRow(row);
+        for (auto it = added.rbegin(); it != added.rend(); ++it) {
+          id_map_.Erase(ids_[*it], ids_);
+          ReleaseRow(*it);
+        }
+        return Status::AlreadyExists("id " + std::to_string(e.id) + " already indexed or repeated in the batch");
+      }
+      added.push_back(row);
     }
     size_ += entries.size();
     SetBucketBits(std::max(bucket_bits_, TargetBucketBits(size_)));
@@ -297,8 +313,7 @@ class MultiIndex final : public HammingIndex {
       }
     }
     id_map_.Erase(id, ids_);
-    dead_[row / 64] |= uint64_t{1} << (row % 64);
-    free_rows_.push_back(row);
+    ReleaseRow(row);
     --size_;
     if (size_ == 0) Clear();
     return true;
@@ -411,6 +426,12 @@ class MultiIndex final : public HammingIndex {
     ids_.push_back(id);
     if (dead_.size() * 64 <= row) dead_.push_back(0);
     return row;
+  }
+
+  // Marks a row free for reuse; the caller has already unlinked it.
+  void ReleaseRow(uint32_t row) {
+    dead_[row / 64] |= uint64_t{1} << (row % 64);
+    free_rows_.push_back(row);
   }
 
   // Rebuilds every table with 2^bits buckets sized exactly (counting sort).
