@@ -1,0 +1,269 @@
+// End-to-end tests of the `neardup` program (NEARDUP_CLI_PATH).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kCli = NEARDUP_CLI_PATH;
+const std::string kSample = std::string(NEARDUP_SOURCE_DIR) + "/data/sample/docs.jsonl";
+const std::string kSampleLines = std::string(NEARDUP_SOURCE_DIR) + "/data/sample/docs.txt";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string line; std::getline(ss, line);) out.push_back(line);
+  return out;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/neardup_cli_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Runs `neardup <args>` through the shell; captures stdout and stderr.
+  int Run(const std::string& args, const std::string& stdin_path = "/dev/null") {
+    const std::string cmd = "'" + kCli + "' " + args + " <'" + stdin_path + "' >'" + Path("stdout") +
+                            "' 2>'" + Path("stderr") + "'";
+    const int status = std::system(cmd.c_str());
+    out_ = ReadFile(Path("stdout"));
+    err_ = ReadFile(Path("stderr"));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::string dir_;
+  std::string out_, err_;
+};
+
+const char* kSmall =
+    R"({"id":"a1","text":"The quick brown fox jumps over the lazy dog","src":"x"})" "\n"
+    R"({"id":2,"text":"Completely different words about databases and indexes"})" "\n"
+    R"({"id":"a3","text":"the quick brown fox jumps over the lazy dog!"})" "\n"
+    "\n"
+    R"({"id":4,"body":"no text field"})" "\n"
+    R"({"id":5,"text":"The quick brown fox jumps over the lazy dog"})" "\n"
+    R"(not json at all)" "\n"
+    R"({"id":[7],"text":"x"})" "\n"
+    R"({"text":"Something else entirely, about gardening tomatoes","id":8.0})" "\n";
+
+TEST_F(CliTest, HelpAndVersionExitZero) {
+  EXPECT_EQ(Run("--help"), 0);
+  EXPECT_NE(out_.find("dedup"), std::string::npos);
+  EXPECT_NE(out_.find("Exit codes"), std::string::npos);
+  for (const char* cmd : {"dedup", "fingerprint", "distance", "idf", "idf build"}) {
+    EXPECT_EQ(Run(std::string(cmd) + " --help"), 0) << cmd;
+    EXPECT_NE(out_.find("Usage"), std::string::npos) << cmd;
+  }
+  EXPECT_EQ(Run("--version"), 0);
+  EXPECT_NE(out_.find("neardup "), std::string::npos);
+  EXPECT_EQ(Run("version"), 0);
+  EXPECT_NE(out_.find("neardup "), std::string::npos);
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Run(""), 2);
+  EXPECT_EQ(Run("frobnicate"), 2);
+  EXPECT_EQ(Run("dedup --output x"), 2);  // --input missing
+  WriteFile(Path("in.jsonl"), kSmall);
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " -k 9"), 2);
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --format csv"), 2);
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --no-such-flag"), 2);
+  EXPECT_EQ(Run("distance 12"), 2);
+  // An output that is the input would truncate it before it is read.
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " -d " + Path("in.jsonl")), 2);
+  EXPECT_NE(err_.find("refusing to overwrite"), std::string::npos) << err_;
+  EXPECT_EQ(ReadFile(Path("in.jsonl")), kSmall);
+}
+
+TEST_F(CliTest, IoErrorsExitOne) {
+  EXPECT_EQ(Run("dedup -i " + Path("missing.jsonl") + " -o " + Path("u")), 1);
+  EXPECT_NE(err_.find("cannot open"), std::string::npos) << err_;
+  WriteFile(Path("in.jsonl"), kSmall);
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("no/such/dir/u")), 1);
+  WriteFile(Path("bad.idf"), "not an idf table");
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --idf " + Path("bad.idf")), 1);
+}
+
+TEST_F(CliTest, DedupSmallFile) {
+  WriteFile(Path("in.jsonl"), kSmall);
+  ASSERT_EQ(Run("dedup --input " + Path("in.jsonl") + " --output " + Path("u.jsonl") + " --duplicates " +
+                Path("d.jsonl") + " --clusters " + Path("c.jsonl") + " --stats-json " + Path("s.json") +
+                " --threads 2"),
+            0)
+      << err_;
+  const auto input = Lines(kSmall);
+  // Kept lines are the input lines, byte for byte, in input order.
+  EXPECT_EQ(ReadFile(Path("u.jsonl")), input[0] + "\n" + input[1] + "\n" + input[8] + "\n");
+  // Ids echoed raw (string or number, 8.0 stays 8.0).
+  EXPECT_EQ(ReadFile(Path("d.jsonl")),
+            "{\"id\": \"a3\", \"duplicate_of\": \"a1\", \"distance\": 0, \"exact\": true}\n"
+            "{\"id\": 5, \"duplicate_of\": \"a1\", \"distance\": 0, \"exact\": true}\n");
+  EXPECT_EQ(ReadFile(Path("c.jsonl")), "{\"kept\": \"a1\", \"size\": 3, \"members\": [\"a3\", 5]}\n");
+  // Bad lines: reported with their 1-based line numbers, skipped, exit 0.
+  EXPECT_NE(err_.find("neardup: line 5: missing field \"text\"\n"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("neardup: line 7: invalid JSON\n"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("neardup: line 8: field \"id\" must be a string or number\n"), std::string::npos)
+      << err_;
+  EXPECT_EQ(err_.find("line 4:"), std::string::npos) << "blank lines are skipped silently";
+  // Summary on stderr; same numbers in --stats-json.
+  EXPECT_NE(err_.find("5 documents"), std::string::npos) << err_;
+  auto stats = nlohmann::json::parse(ReadFile(Path("s.json")));
+  EXPECT_EQ(stats["documents"], 5);
+  EXPECT_EQ(stats["kept"], 3);
+  EXPECT_EQ(stats["duplicates"], 2);
+  EXPECT_EQ(stats["exact_duplicates"], 2);
+  EXPECT_EQ(stats["near_duplicates"], 0);
+  EXPECT_EQ(stats["bad_lines"], 3);
+  EXPECT_EQ(stats["lines"], 9);
+  // Every duplicates line is valid JSON.
+  for (const auto& line : Lines(ReadFile(Path("d.jsonl")))) {
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  }
+}
+
+TEST_F(CliTest, QuietSuppressesSummaryButNotErrors) {
+  WriteFile(Path("in.jsonl"), kSmall);
+  ASSERT_EQ(Run("dedup -q -i - -o -", Path("in.jsonl")), 0);
+  EXPECT_EQ(Lines(out_).size(), 3u);  // kept lines on stdout
+  EXPECT_EQ(err_.find("documents"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("line 5"), std::string::npos) << err_;
+}
+
+TEST_F(CliTest, StrictStopsAtFirstBadLine) {
+  WriteFile(Path("in.jsonl"), kSmall);
+  EXPECT_EQ(Run("dedup --strict -i " + Path("in.jsonl") + " -o " + Path("u.jsonl") + " -d " + Path("d.jsonl")),
+            3);
+  EXPECT_NE(err_.find("neardup: line 5: missing field \"text\""), std::string::npos) << err_;
+  EXPECT_EQ(err_.find("line 7"), std::string::npos) << "nothing after the first bad line: " << err_;
+  const auto input = Lines(kSmall);
+  EXPECT_EQ(ReadFile(Path("u.jsonl")), input[0] + "\n" + input[1] + "\n");
+  EXPECT_EQ(Lines(ReadFile(Path("d.jsonl"))).size(), 1u);
+  // Without bad lines --strict is a plain success.
+  WriteFile(Path("good.jsonl"), input[0] + "\n" + input[1] + "\n");
+  EXPECT_EQ(Run("dedup --strict -i " + Path("good.jsonl") + " -o " + Path("u2.jsonl")), 0) << err_;
+}
+
+TEST_F(CliTest, CustomFieldsAndLinesFormat) {
+  WriteFile(Path("in.jsonl"),
+            "{\"key\":\"k1\",\"body\":\"hello there general kenobi\"}\n"
+            "{\"key\":\"k2\",\"body\":\"Hello there, General Kenobi!\"}\n");
+  ASSERT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " -d " + Path("d") +
+                " --id-field key --text-field body"),
+            0)
+      << err_;
+  EXPECT_EQ(ReadFile(Path("d")), "{\"id\": \"k2\", \"duplicate_of\": \"k1\", \"distance\": 0, \"exact\": true}\n");
+
+  WriteFile(Path("in.txt"), "first line of text here\nsecond different line\nFirst line of text here.\n\n\n");
+  ASSERT_EQ(Run("dedup --format lines -i " + Path("in.txt") + " -o " + Path("u") + " -d " + Path("d")), 0)
+      << err_;
+  EXPECT_EQ(ReadFile(Path("u")), "first line of text here\nsecond different line\n\n");
+  EXPECT_EQ(ReadFile(Path("d")),
+            "{\"id\": 3, \"duplicate_of\": 1, \"distance\": 0, \"exact\": true}\n"
+            "{\"id\": 5, \"duplicate_of\": 4, \"distance\": 0, \"exact\": true}\n");
+}
+
+TEST_F(CliTest, Distance) {
+  ASSERT_EQ(Run("distance ff 0"), 0);
+  EXPECT_EQ(out_, "8\n");
+  ASSERT_EQ(Run("distance 0xffffffffffffffff 0000000000000000"), 0);
+  EXPECT_EQ(out_, "64\n");
+  ASSERT_EQ(Run("distance 0123456789abcdef 0123456789ABCDEF"), 0);
+  EXPECT_EQ(out_, "0\n");
+  EXPECT_EQ(Run("distance xyz 0"), 2);
+  EXPECT_NE(err_.find("invalid fingerprint \"xyz\""), std::string::npos) << err_;
+  EXPECT_EQ(Run("distance 0 12345678901234567"), 2);  // 17 digits
+}
+
+TEST_F(CliTest, Fingerprint) {
+  WriteFile(Path("in.txt"), "hello world\n\n...\nhello world\n");
+  ASSERT_EQ(Run("fingerprint --format lines", Path("in.txt")), 0) << err_;
+  auto lines = Lines(out_);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].substr(0, 2), "1\t");
+  EXPECT_EQ(lines[0].size(), 2u + 16u);
+  EXPECT_EQ(lines[1], "2\t-");  // no features
+  EXPECT_EQ(lines[2], "3\t-");
+  EXPECT_EQ(lines[3], "4\t" + lines[0].substr(2));
+
+  WriteFile(Path("in.jsonl"), "{\"id\":\"x\",\"text\":\"hello world\"}\n{\"id\":7}\n{\"id\":9,\"text\":\"\"}\n");
+  ASSERT_EQ(Run("fingerprint", Path("in.jsonl")), 0) << err_;
+  EXPECT_EQ(out_, "\"x\"\t" + lines[0].substr(2) + "\n9\t-\n");
+  EXPECT_NE(err_.find("neardup: line 2: missing field \"text\""), std::string::npos) << err_;
+  EXPECT_EQ(Run("fingerprint --strict", Path("in.jsonl")), 3);
+
+  // The fingerprints agree with `distance`.
+  WriteFile(Path("two.txt"), "alpha beta gamma\nalpha beta delta\n");
+  ASSERT_EQ(Run("fingerprint --format lines", Path("two.txt")), 0);
+  auto two = Lines(out_);
+  ASSERT_EQ(two.size(), 2u);
+  ASSERT_EQ(Run("distance " + two[0].substr(2) + " " + two[1].substr(2)), 0);
+  EXPECT_FALSE(out_.empty());
+}
+
+TEST_F(CliTest, IdfBuildThenDedupWithIdf) {
+  ASSERT_EQ(Run("idf build --input " + kSample + " --min-df 2 --output " + Path("idf.bin")), 0) << err_;
+  EXPECT_NE(out_.find("documents: "), std::string::npos) << out_;
+  EXPECT_NE(out_.find("tokens: "), std::string::npos) << out_;
+  ASSERT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("u") + " --idf " + Path("idf.bin")), 0) << err_;
+  EXPECT_FALSE(ReadFile(Path("u")).empty());
+  EXPECT_EQ(Run("idf build --input " + kSample), 2);  // --output missing
+}
+
+TEST_F(CliTest, OutputIdenticalForAnyThreadCountAndBatchSize) {
+  std::string reference;
+  for (const std::string& opts : {std::string("--threads 1"), std::string("--threads 2"),
+                                  std::string("--threads 2 --batch-size 77"), std::string("--threads 4")}) {
+    ASSERT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("u") + " -d " + Path("d") + " --clusters " +
+                  Path("c") + " " + opts),
+              0)
+        << err_;
+    const std::string all = ReadFile(Path("u")) + "\x1f" + ReadFile(Path("d")) + "\x1f" + ReadFile(Path("c"));
+    if (reference.empty()) {
+      reference = all;
+      EXPECT_GT(Lines(ReadFile(Path("d"))).size(), 500u);
+      EXPECT_EQ(err_, "");  // the sample has no bad lines
+    } else {
+      EXPECT_TRUE(all == reference) << opts << " differs from --threads 1";
+    }
+  }
+  // Kept + duplicates = all input documents.
+  const size_t total = Lines(ReadFile(kSample)).size();
+  EXPECT_EQ(Lines(ReadFile(Path("u"))).size() + Lines(ReadFile(Path("d"))).size(), total);
+}
+
+TEST_F(CliTest, SampleLinesFormat) {
+  ASSERT_EQ(Run("dedup --format lines -i " + kSampleLines + " -o " + Path("u") + " -d " + Path("d")), 0)
+      << err_;
+  const size_t total = Lines(ReadFile(kSampleLines)).size();
+  const size_t kept = Lines(ReadFile(Path("u"))).size();
+  EXPECT_LT(kept, total);
+  EXPECT_EQ(kept + Lines(ReadFile(Path("d"))).size(), total);
+}
+
+}  // namespace

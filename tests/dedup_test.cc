@@ -1,0 +1,317 @@
+// The batch deduplicator (include/neardup/dedup.h).
+#include "neardup/dedup.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jsonl.h"
+
+namespace neardup {
+namespace {
+
+std::unique_ptr<Deduplicator> MakeDedup(int k = 3, bool exact_fast_path = true) {
+  DedupOptions options;
+  options.k = k;
+  options.exact_fast_path = exact_fast_path;
+  auto d = Deduplicator::Create(options);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return std::move(d).value();
+}
+
+std::vector<DedupDecision> DecideTexts(Deduplicator& d, const std::vector<std::string>& texts, int threads = 1) {
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  std::vector<DedupDecision> out;
+  Status st = d.ProcessBatch(views, &out, threads);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
+DocSignature Sig(uint64_t content_hash, uint64_t fingerprint) {
+  return DocSignature{content_hash, fingerprint, true};
+}
+
+// A mask with the lowest n bits set.
+uint64_t Bits(int n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+TEST(Dedup, RejectsBadK) {
+  DedupOptions options;
+  options.k = -1;
+  EXPECT_EQ(Deduplicator::Create(options).status().code(), Status::Code::kInvalidArgument);
+  options.k = kMaxSupportedK + 1;
+  EXPECT_EQ(Deduplicator::Create(options).status().code(), Status::Code::kInvalidArgument);
+  options.k = kMaxSupportedK;
+  EXPECT_TRUE(Deduplicator::Create(options).ok());
+}
+
+TEST(Dedup, ExactRepeatsPointAtTheFirst) {
+  auto d = MakeDedup();
+  const std::string a = "The quick brown fox jumps over the lazy dog near the river bank.";
+  const std::string b = "Completely unrelated sentence about databases and indexing strategies.";
+  auto out = DecideTexts(*d, {a, b, a, a, b});
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_FALSE(out[0].duplicate);
+  EXPECT_FALSE(out[1].duplicate);
+  for (int i : {2, 3}) {
+    EXPECT_TRUE(out[i].duplicate);
+    EXPECT_EQ(out[i].duplicate_of, 0u);
+    EXPECT_EQ(out[i].distance, 0);
+    EXPECT_TRUE(out[i].exact);
+    EXPECT_TRUE(out[i].has_features);
+  }
+  EXPECT_TRUE(out[4].duplicate);
+  EXPECT_EQ(out[4].duplicate_of, 1u);
+  EXPECT_TRUE(out[4].exact);
+  EXPECT_EQ(d->stats().documents, 5u);
+  EXPECT_EQ(d->stats().kept, 2u);
+  EXPECT_EQ(d->stats().exact_duplicates, 3u);
+  EXPECT_EQ(d->stats().near_duplicates, 0u);
+  EXPECT_EQ(d->index().size(), 2u);
+}
+
+TEST(Dedup, NearDuplicatesFollowTheFingerprintDistance) {
+  const std::string base =
+      "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+      "must be in want of a wife. However little known the feelings or views of such a man may be "
+      "on his first entering a neighbourhood, this truth is so well fixed in the minds of the "
+      "surrounding families, that he is considered as the rightful property of some one or other "
+      "of their daughters.";
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  const std::vector<std::string> edits = {
+      edit("rightful", "lawful"), edit("good ", ""), edit("wife", "very rich wife"),
+      edit("daughters", "sons"), "RT: " + base, edit("first", "frist"),
+      "Completely different: the cat sat on the mat and watched the birds outside all day.",
+  };
+  int near = 0, kept = 0;
+  for (const auto& edited : edits) {
+    auto d = MakeDedup(3);
+    const int dist = HammingDistance(d->fingerprinter().Compute(base), d->fingerprinter().Compute(edited));
+    auto out = DecideTexts(*d, {base, edited});
+    EXPECT_FALSE(out[0].duplicate);
+    EXPECT_FALSE(out[1].exact);
+    if (dist <= 3) {
+      ++near;
+      EXPECT_TRUE(out[1].duplicate) << edited;
+      EXPECT_EQ(out[1].duplicate_of, 0u);
+      EXPECT_EQ(out[1].distance, dist);
+      EXPECT_EQ(d->stats().near_duplicates, 1u);
+    } else {
+      ++kept;
+      EXPECT_FALSE(out[1].duplicate) << edited;
+    }
+  }
+  EXPECT_GE(near, 3) << "small edits of a long text should mostly stay within k = 3";
+  EXPECT_GE(kept, 1) << "an unrelated text must not match";
+}
+
+TEST(Dedup, NormalizationOnlyChangesAreExact) {
+  // Case/whitespace differences normalize away: same content_hash.
+  auto d = MakeDedup();
+  auto out = DecideTexts(*d, {"Hello   World, this is neardup", "hello world, this is neardup"});
+  EXPECT_TRUE(out[1].duplicate);
+  EXPECT_EQ(out[1].distance, 0);
+  EXPECT_TRUE(out[1].exact);
+}
+
+TEST(Dedup, DistanceExactlyKIsADuplicateAndKPlusOneIsNot) {
+  for (int k : {0, 1, 3, 5, 8}) {
+    auto d = MakeDedup(k);
+    const uint64_t base = 0x0123456789abcdefULL;
+    ASSERT_FALSE(d->ProcessSignature(Sig(1, base)).value().duplicate);
+    // k + 1 bits away: kept.
+    auto far = d->ProcessSignature(Sig(2, base ^ (Bits(k + 1) << 20))).value();
+    EXPECT_FALSE(far.duplicate) << "k=" << k;
+    // exactly k bits away (from base; the other kept doc is further): duplicate.
+    auto at_k = d->ProcessSignature(Sig(3, base ^ (Bits(k) << 40))).value();
+    EXPECT_TRUE(at_k.duplicate) << "k=" << k;
+    EXPECT_EQ(at_k.duplicate_of, 0u);
+    EXPECT_EQ(at_k.distance, k);
+    EXPECT_EQ(at_k.exact, false);
+    EXPECT_EQ(d->next_sequence(), 3u);
+  }
+}
+
+TEST(Dedup, NearestKeptWinsThenSmallestSequence) {
+  auto d = MakeDedup(3);
+  const uint64_t q = 0xfedcba9876543210ULL;
+  // Kept documents pairwise more than k = 3 apart.
+  EXPECT_FALSE(d->ProcessSignature(Sig(10, q ^ 0b111)).value().duplicate);             // seq 0, dist 3
+  EXPECT_FALSE(d->ProcessSignature(Sig(11, q ^ (0b11ULL << 30))).value().duplicate);    // seq 1, dist 2
+  EXPECT_FALSE(d->ProcessSignature(Sig(12, q ^ (0b11ULL << 50))).value().duplicate);    // seq 2, dist 2
+  auto dec = d->ProcessSignature(Sig(13, q)).value();
+  EXPECT_TRUE(dec.duplicate);
+  EXPECT_EQ(dec.distance, 2);
+  EXPECT_EQ(dec.duplicate_of, 1u);  // nearest, then smallest sequence number
+  // Duplicates are never added to the index: no chains.
+  EXPECT_EQ(d->index().size(), 3u);
+  auto chained = d->ProcessSignature(Sig(14, q ^ (0b1ULL << 10))).value();
+  EXPECT_TRUE(chained.duplicate);
+  EXPECT_NE(chained.duplicate_of, 3u);
+}
+
+TEST(Dedup, ExactFastPathMakesNoDifferenceToDecisions) {
+  std::vector<std::vector<DedupDecision>> results;
+  for (bool fast : {true, false}) {
+    auto d = MakeDedup(3, fast);
+    results.push_back(DecideTexts(*d, {"alpha beta gamma delta", "unrelated words entirely", "alpha beta gamma delta",
+                               "", "...", "", "alpha beta gamma delta"}));
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_TRUE(results[1][2].exact);
+  EXPECT_EQ(results[1][2].duplicate_of, 0u);
+}
+
+TEST(Dedup, TextsWithoutFeaturesOnlyMatchByContent) {
+  auto d = MakeDedup(8);
+  auto out = DecideTexts(*d, {"", "real text with words", "", "   ", "!!!", "!!!", ""});
+  // "" is kept first; later "" are exact duplicates of it.
+  EXPECT_FALSE(out[0].duplicate);
+  EXPECT_FALSE(out[0].has_features);
+  EXPECT_TRUE(out[1].has_features);
+  EXPECT_FALSE(out[1].duplicate);
+  EXPECT_TRUE(out[2].duplicate);
+  EXPECT_EQ(out[2].duplicate_of, 0u);
+  EXPECT_TRUE(out[2].exact);
+  EXPECT_TRUE(out[6].duplicate);
+  EXPECT_EQ(out[6].duplicate_of, 0u);
+  // "!!!" repeats collapse onto the first "!!!" (its normalized text may or
+  // may not equal ""'s; either way it matches only by content).
+  EXPECT_TRUE(out[5].duplicate);
+  EXPECT_TRUE(out[5].exact);
+  EXPECT_EQ(out[5].distance, 0);
+  for (const auto& dec : out) {
+    if (dec.duplicate) {
+      EXPECT_TRUE(dec.exact);  // never matched by fingerprint
+    }
+  }
+  // Featureless documents are not in the index.
+  EXPECT_EQ(d->index().size(), 1u);
+
+  // At the signature level: a featureless doc never matches an equal fingerprint.
+  auto e = MakeDedup(8);
+  ASSERT_FALSE(e->ProcessSignature(Sig(1, 0)).value().duplicate);
+  auto none = e->ProcessSignature(DocSignature{2, 0, false}).value();
+  EXPECT_FALSE(none.duplicate);
+  auto featured = e->ProcessSignature(Sig(3, 0)).value();
+  EXPECT_TRUE(featured.duplicate);
+  EXPECT_EQ(featured.duplicate_of, 0u);  // not the featureless seq 1
+  auto same_content = e->ProcessSignature(DocSignature{2, 12345, false}).value();
+  EXPECT_TRUE(same_content.duplicate);
+  EXPECT_EQ(same_content.duplicate_of, 1u);
+  EXPECT_TRUE(same_content.exact);
+}
+
+TEST(Dedup, FirstWinsInInputOrderAcrossBatches) {
+  const std::vector<std::string> texts = {
+      "first version of the announcement about the meeting on tuesday afternoon in room twelve",
+      "other text about gardening tomatoes and peppers in the spring season with compost",
+      "first version of the announcement about the meeting on tuesday afternoon in room twelve",
+      "other text about gardening tomatoes and peppers in the spring season with compost",
+  };
+  auto one = MakeDedup();
+  auto all = DecideTexts(*one, texts);
+  // The same texts fed one per batch give the same decisions.
+  auto split = MakeDedup();
+  std::vector<DedupDecision> pieces;
+  for (const auto& t : texts) pieces.push_back(DecideTexts(*split, {t})[0]);
+  EXPECT_EQ(all, pieces);
+  EXPECT_EQ(all[2].duplicate_of, 0u);
+  EXPECT_EQ(all[3].duplicate_of, 1u);
+  // Reversed order: the other copy wins.
+  auto rev = MakeDedup();
+  auto r = DecideTexts(*rev, {texts[2], texts[0]});
+  EXPECT_FALSE(r[0].duplicate);
+  EXPECT_EQ(r[1].duplicate_of, 0u);
+}
+
+std::vector<std::string> SampleTexts() {
+  std::FILE* f = std::fopen(NEARDUP_SOURCE_DIR "/data/sample/docs.jsonl", "rb");
+  EXPECT_NE(f, nullptr);
+  std::vector<std::string> texts;
+  if (f == nullptr) return texts;
+  RecordReader reader(f, RecordReaderOptions{});
+  std::vector<InputRecord> batch;
+  for (;;) {
+    EXPECT_TRUE(reader.ReadBatch(1000, 2, &batch).ok());
+    if (batch.empty()) break;
+    for (const auto& r : batch) {
+      EXPECT_EQ(r.kind, InputRecord::Kind::kDocument) << "line " << r.line_number << ": " << r.error;
+      texts.emplace_back(r.text());
+    }
+  }
+  std::fclose(f);
+  return texts;
+}
+
+TEST(Dedup, DeterministicAcrossThreadCountsAndBatchSizes) {
+  const auto texts = SampleTexts();
+  ASSERT_GT(texts.size(), 1000u);
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  std::vector<DedupDecision> reference;
+  DedupStats reference_stats;
+  for (int threads : {1, 2, 4}) {
+    for (size_t batch : {size_t{100000}, size_t{333}}) {
+      auto d = MakeDedup();
+      std::vector<DedupDecision> all, part;
+      for (size_t i = 0; i < views.size(); i += batch) {
+        const size_t n = std::min(batch, views.size() - i);
+        ASSERT_TRUE(d->ProcessBatch(std::span(views).subspan(i, n), &part, threads).ok());
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      if (reference.empty()) {
+        reference = all;
+        reference_stats = d->stats();
+        continue;
+      }
+      EXPECT_EQ(all, reference) << "threads=" << threads << " batch=" << batch;
+      EXPECT_EQ(d->stats().kept, reference_stats.kept);
+    }
+  }
+  // The sample is built to contain both kinds of duplicates.
+  EXPECT_GT(reference_stats.exact_duplicates, 100u);
+  EXPECT_GT(reference_stats.near_duplicates, 100u);
+  // Every duplicate points at an earlier kept document.
+  for (size_t i = 0; i < reference.size(); ++i) {
+    if (!reference[i].duplicate) continue;
+    ASSERT_LT(reference[i].duplicate_of, i);
+    EXPECT_FALSE(reference[reference[i].duplicate_of].duplicate);
+    EXPECT_LE(reference[i].distance, 3);
+  }
+}
+
+TEST(Dedup, SignatureMatchesProcessBatch) {
+  auto d = MakeDedup();
+  const std::string text = "some text to analyze, with words";
+  const DocSignature sig = d->Signature(text);
+  EXPECT_TRUE(sig.has_features);
+  EXPECT_EQ(sig.fingerprint, d->fingerprinter().Compute(text));
+  // Feeding the signature decides it like the text.
+  EXPECT_FALSE(d->ProcessSignature(sig).value().duplicate);
+  auto out = DecideTexts(*d, {text});
+  EXPECT_TRUE(out[0].duplicate);
+  EXPECT_TRUE(out[0].exact);
+  EXPECT_EQ(out[0].duplicate_of, 0u);
+}
+
+TEST(ParallelFor, CoversEveryIndexOnce) {
+  for (int threads : {0, 1, 2, 7}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{5}, size_t{10000}}) {
+      std::vector<std::atomic<int>> hits(n);
+      ParallelFor(n, threads, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace neardup

@@ -1,0 +1,210 @@
+// Shared pieces of the `neardup` command-line program: subcommand
+// registration, the flags several commands share, and THE mapping from a
+// Status to an exit code (docs/cli.md, "Exit codes").
+#ifndef NEARDUP_TOOLS_COMMANDS_H_
+#define NEARDUP_TOOLS_COMMANDS_H_
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "jsonl.h"
+#include "neardup/fingerprint.h"
+#include "neardup/idf.h"
+#include "neardup/status.h"
+
+namespace neardup::cli {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+// ---- exit codes ------------------------------------------------------------
+
+enum ExitCode : int {
+  kExitOk = 0,        // success (skipped bad lines are reported, still 0)
+  kExitError = 1,     // I/O error, corrupt file, internal error
+  kExitUsage = 2,     // bad command line or option value
+  kExitBadInput = 3,  // a bad input line under --strict
+};
+
+// What a failing Status was about: the command line / files named on it, or
+// the records of the input data.
+enum class ErrorSource { kSetup, kInputData };
+
+// The one place a Status becomes an exit code.
+inline int ExitCodeFor(const Status& status, ErrorSource source = ErrorSource::kSetup) {
+  if (status.ok()) return kExitOk;
+  if (status.code() == Status::Code::kInvalidArgument) {
+    return source == ErrorSource::kInputData ? kExitBadInput : kExitUsage;
+  }
+  return kExitError;
+}
+
+// CLI11 parse errors: --help / --version are successes, the rest usage errors.
+inline int ExitCodeForParseError(const CLI::ParseError& e) {
+  return e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) ? kExitOk : kExitUsage;
+}
+
+// Prints "neardup: <message>" to stderr and returns ExitCodeFor(status).
+inline int Fail(const Status& status, ErrorSource source = ErrorSource::kSetup) {
+  std::fprintf(stderr, "neardup: %s\n", status.message().c_str());
+  return ExitCodeFor(status, source);
+}
+
+// ---- subcommands -----------------------------------------------------------
+// Each adds its subcommand to `app`; when it runs, it stores its exit code in
+// *exit_code.
+
+void AddDedupCommand(CLI::App& app, int* exit_code);
+void AddFingerprintCommand(CLI::App& app, int* exit_code);
+void AddDistanceCommand(CLI::App& app, int* exit_code);
+void AddIdfCommand(CLI::App& app, int* exit_code);
+
+// ---- shared flags ----------------------------------------------------------
+
+struct FingerprintFlags {
+  std::string tokenizer = "mixed";
+  int cjk_ngram = 2;
+  std::string idf_path;  // empty: no IDF weighting
+};
+
+inline void AddFingerprintFlags(CLI::App* cmd, FingerprintFlags* f, bool with_idf) {
+  cmd->add_option("--tokenizer", f->tokenizer,
+                  "Tokenizer: 'mixed' (words + character n-grams over CJK runs) or "
+                  "'icu-words' (ICU word segmentation)")
+      ->check(CLI::IsMember({"mixed", "icu-words"}));
+  cmd->add_option("--cjk-ngram", f->cjk_ngram,
+                  "Character n-gram length over Han/Kana/Hangul runs (mixed tokenizer only)")
+      ->check(CLI::Range(1, 4));
+  if (with_idf) {
+    cmd->add_option("--idf", f->idf_path,
+                    "IDF table from 'neardup idf build' (same --tokenizer/--cjk-ngram); "
+                    "weights tokens by tf*idf")
+        ->check(CLI::ExistingFile);
+  }
+}
+
+inline Result<FingerprintOptions> ToFingerprintOptions(const FingerprintFlags& f) {
+  FingerprintOptions options;
+  options.tokenizer = f.tokenizer == "icu-words" ? TokenizerKind::kIcuWords : TokenizerKind::kMixedNgram;
+  options.cjk_ngram = f.cjk_ngram;
+  if (!f.idf_path.empty()) {
+    auto idf = IdfTable::Load(f.idf_path);
+    if (!idf.ok()) return idf.status();
+    options.idf = std::move(idf).value();
+  }
+  return options;
+}
+
+struct InputFlags {
+  std::string input = "-";
+  std::string format = "jsonl";
+  std::string id_field = "id";
+  std::string text_field = "text";
+  bool strict = false;
+};
+
+// `input_help` describes --input; with_id adds --id-field.
+inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input_help, bool required,
+                          bool with_id) {
+  auto* in = cmd->add_option("-i,--input", f->input, input_help + " ('-' = standard input)");
+  if (required) in->required()->default_str("");
+  cmd->add_option("--format", f->format,
+                  "Input format: 'jsonl' (one JSON object per line) or 'lines' (each line is a "
+                  "text; id = 1-based line number)")
+      ->check(CLI::IsMember({"jsonl", "lines"}));
+  if (with_id) {
+    cmd->add_option("--id-field", f->id_field,
+                    "JSONL field holding the document id (string or number, echoed verbatim); "
+                    "'' = use the line number");
+  }
+  cmd->add_option("--text-field", f->text_field, "JSONL field holding the text (a string)");
+  cmd->add_flag("--strict", f->strict,
+                "Stop at the first bad input line with exit code 3 (default: report it on "
+                "stderr, skip it, go on)");
+}
+
+inline RecordReaderOptions ToReaderOptions(const InputFlags& f) {
+  RecordReaderOptions options;
+  options.format = f.format == "lines" ? InputFormat::kLines : InputFormat::kJsonl;
+  options.id_field = f.id_field;
+  options.text_field = f.text_field;
+  return options;
+}
+
+inline int ResolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// A FILE* that closes itself unless it is stdin/stdout.
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f != nullptr && f != stdin && f != stdout) std::fclose(f);
+  }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+// '-' means stdin.
+inline Result<FilePtr> OpenInput(const std::string& path) {
+  if (path == "-") return FilePtr(stdin);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+  return FilePtr(f);
+}
+
+// True if both paths name the same existing file (never for '-').
+inline bool SameFile(const std::string& a, const std::string& b) {
+  if (a == "-" || b == "-" || a.empty() || b.empty()) return false;
+  struct stat sa, sb;
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// kInvalidArgument if an output would overwrite the input (opening it for
+// writing would truncate the data before it is read).
+inline Status CheckNotInput(const std::string& input, const std::string& output) {
+  if (SameFile(input, output)) {
+    return Status::InvalidArgument("refusing to overwrite the input file " + input + " with an output");
+  }
+  return Status::OK();
+}
+
+// '-' means stdout. Output is fully buffered.
+inline Result<FilePtr> OpenOutput(const std::string& path) {
+  std::FILE* f = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return Status::IOError("cannot create " + path + ": " + std::strerror(errno));
+  std::setvbuf(f, nullptr, _IOFBF, size_t{1} << 16);
+  return FilePtr(f);
+}
+
+// Flushes and closes (or just flushes stdout); kIOError if anything written
+// to it was lost.
+inline Status FinishOutput(FilePtr file, const std::string& path) {
+  std::FILE* f = file.release();
+  if (f == nullptr) return Status::OK();
+  bool failed = std::fflush(f) != 0 || std::ferror(f) != 0;
+  if (f != stdout && std::fclose(f) != 0) failed = true;
+  if (failed) return Status::IOError("error writing " + path + ": " + std::strerror(errno));
+  return Status::OK();
+}
+
+// "neardup: line N: <error>" for a bad input line.
+inline void ReportBadLine(const InputRecord& r) {
+  std::fprintf(stderr, "neardup: line %llu: %s\n", static_cast<unsigned long long>(r.line_number),
+               r.error.c_str());
+}
+
+inline bool StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+}  // namespace neardup::cli
+
+#endif  // NEARDUP_TOOLS_COMMANDS_H_

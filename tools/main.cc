@@ -1,0 +1,47 @@
+// neardup: near-duplicate text detection from the command line.
+// Builds the CLI11 app from the subcommands in cmd_*.cc and dispatches;
+// docs/cli.md documents every command.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  using namespace neardup::cli;
+  const std::string version = std::string("neardup ") + kVersion + " (fingerprint scheme v" +
+                              std::to_string(neardup::kSchemeVersion) + ")";
+  CLI::App app{"neardup: near-duplicate text detection (64-bit simhash + exact Hamming index)",
+               "neardup"};
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", version, "Print the version and exit");
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 success (bad input lines skipped and reported still count as success), "
+      "1 I/O or internal error, 2 usage error, 3 bad input line with --strict.\n"
+      "Run 'neardup COMMAND --help' for a command's options; see docs/cli.md.");
+
+  int exit_code = kExitOk;
+  AddDedupCommand(app, &exit_code);
+  AddFingerprintCommand(app, &exit_code);
+  AddDistanceCommand(app, &exit_code);
+  AddIdfCommand(app, &exit_code);
+  app.add_subcommand("version", "Print the version and exit")->callback([&] {
+    std::printf("%s\n", version.c_str());
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints help, version or the error
+    return ExitCodeForParseError(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "neardup: internal error: %s\n", e.what());
+    return kExitError;
+  }
+  if (std::fflush(stdout) != 0 && exit_code == kExitOk) {
+    std::fprintf(stderr, "neardup: error writing standard output\n");
+    return kExitError;
+  }
+  return exit_code;
+}
