@@ -10,7 +10,9 @@ case "$flavour" in
   release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=address,undefined -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
   tsan)    dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=thread -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
+  # The library is instrumented too (fuzzer-no-link) so coverage reaches it.
   fuzz)    dir=build-fuzz; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DNEARDUP_BUILD_FUZZERS=ON
+                                 "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
                                  -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
   *) echo "usage: $0 [release|asan|tsan|fuzz]" >&2; exit 2 ;;
 esac

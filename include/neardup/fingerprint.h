@@ -89,6 +89,7 @@ class Fingerprinter {
   uint64_t Compute(std::string_view utf8, bool* has_features = nullptr) const;
 
  private:
+  Fingerprinter() = default;  // only Create() makes one (a default one would have no Impl)
   FingerprintOptions options_;
   uint64_t scheme_id_ = 0;
   std::string scheme_name_;
