@@ -18,7 +18,7 @@ case "$flavour" in
 esac
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-if [[ ! -f "$dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$dir" "${generator[@]}" "${args[@]}" >/dev/null
-fi
+# Re-running configure is cheap and repairs a directory left half-configured.
+[[ -f "$dir/CMakeCache.txt" && ! -f "$dir/build.ninja" && ! -f "$dir/Makefile" ]] && rm -rf "$dir"
+cmake -S . -B "$dir" "${generator[@]}" "${args[@]}" >/dev/null
 cmake --build "$dir" -j "$jobs"
