@@ -41,34 +41,26 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, s
 }
 
 Result<std::unique_ptr<Deduplicator>> Deduplicator::Create(const DedupOptions& options) {
-  if (options.k < 0 || options.k > kMaxSupportedK) {
-    return Status::InvalidArgument("k must be in [0, " + std::to_string(kMaxSupportedK) +
-                                   "], got " + std::to_string(options.k));
-  }
   auto fp = Fingerprinter::Create(options.fingerprint);
   if (!fp.ok()) return fp.status();
-  MultiIndexOptions index_options = options.index;
-  index_options.expected_k = options.k;
-  auto index = NewMultiIndex(index_options);
-  if (!index.ok()) return index.status();
-  if (index.value()->max_k() < options.k) {
-    return Status::InvalidArgument("index " + index.value()->Describe() + " cannot search k = " +
-                                   std::to_string(options.k));
-  }
-  return std::unique_ptr<Deduplicator>(
-      new Deduplicator(options, std::move(fp).value(), std::move(index).value()));
+  NearDupOptions set_options;
+  set_options.k = options.k;
+  set_options.index = options.index;
+  set_options.exact_fast_path = options.exact_fast_path;
+  auto set = NearDupSet::Create(set_options);
+  if (!set.ok()) return set.status();
+  return std::unique_ptr<Deduplicator>(new Deduplicator(options, std::move(fp).value(), std::move(set).value()));
 }
 
-Deduplicator::Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter,
-                           std::unique_ptr<HammingIndex> index)
-    : options_(options), fingerprinter_(std::move(fingerprinter)), index_(std::move(index)) {
+Deduplicator::Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set)
+    : options_(options), fingerprinter_(std::move(fingerprinter)), set_(std::move(set)) {
   options_.index.expected_k = options_.k;
 }
 
 DocSignature Deduplicator::Signature(std::string_view text) const {
   TextAnalysis analysis;
   fingerprinter_.Analyze(text, &analysis);
-  return DocSignature{analysis.content_hash, analysis.fingerprint, analysis.has_features()};
+  return MakeSignature(analysis);
 }
 
 Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
@@ -82,7 +74,7 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
     uint64_t invalid = 0;
     for (size_t i = begin; i < end; ++i) {
       fingerprinter_.Analyze(texts[i], &analysis);
-      sigs_[i] = DocSignature{analysis.content_hash, analysis.fingerprint, analysis.has_features()};
+      sigs_[i] = MakeSignature(analysis);
       invalid += analysis.invalid_utf8;
     }
     invalid_utf8.fetch_add(invalid, std::memory_order_relaxed);
@@ -98,53 +90,26 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
 }
 
 Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
-  NEARDUP_RETURN_IF_ERROR(FindCandidates(doc, &candidates_));
-  const DedupDecision decision = Decide(doc, candidates_);
+  std::optional<DuplicateMatch> match;
+  NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
   const uint64_t sequence = next_sequence_;
-  NEARDUP_RETURN_IF_ERROR(Commit(doc, sequence, decision));
-  return decision;
-}
-
-Status Deduplicator::FindCandidates(const DocSignature& doc, std::vector<Match>* candidates) const {
-  candidates->clear();
-  const auto exact = kept_by_hash_.find(doc.content_hash);
-  if (exact != kept_by_hash_.end() && (options_.exact_fast_path || !doc.has_features)) {
-    // Equal normalized text => equal fingerprint: distance 0.
-    candidates->push_back(Match{exact->second, doc.fingerprint, 0});
-    return Status::OK();
-  }
-  if (!doc.has_features) return Status::OK();
-  return index_->Search(doc.fingerprint, options_.k, candidates);
-}
-
-DedupDecision Deduplicator::Decide(const DocSignature& doc, std::span<const Match> candidates) const {
   DedupDecision decision;
   decision.has_features = doc.has_features;
-  if (candidates.empty()) return decision;
-  // Every candidate is acceptable today; a re-check stage would loop here.
-  const Match& best = candidates.front();
-  decision.duplicate = true;
-  decision.duplicate_of = best.id;
-  decision.distance = best.distance;
-  const auto exact = kept_by_hash_.find(doc.content_hash);
-  decision.exact = exact != kept_by_hash_.end() && exact->second == best.id;
-  return decision;
-}
-
-Status Deduplicator::Commit(const DocSignature& doc, uint64_t sequence, const DedupDecision& decision) {
-  if (!decision.duplicate) {
-    if (doc.has_features) NEARDUP_RETURN_IF_ERROR(index_->Add(doc.fingerprint, sequence));
-    kept_by_hash_.emplace(doc.content_hash, sequence);  // keeps the first on a (2^-64) collision
-    ++stats_.kept;
-  } else if (decision.exact) {
-    ++stats_.exact_duplicates;
+  if (match) {
+    decision.duplicate = true;
+    decision.duplicate_of = match->id;
+    decision.distance = match->distance;
+    decision.exact = match->exact;
+    ++(decision.exact ? stats_.exact_duplicates : stats_.near_duplicates);
   } else {
-    ++stats_.near_duplicates;
+    // A duplicate is never kept, so every duplicate points at a kept document.
+    NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc));
+    ++stats_.kept;
   }
   if (!doc.has_features) ++stats_.without_features;
   ++stats_.documents;
   next_sequence_ = sequence + 1;
-  return Status::OK();
+  return decision;
 }
 
 }  // namespace neardup

@@ -38,6 +38,7 @@
 #include "neardup/fingerprint.h"
 #include "neardup/hamming_index.h"
 #include "neardup/multi_index.h"
+#include "neardup/near_dup_set.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -67,13 +68,6 @@ struct DedupDecision {
   bool exact = false;         // content_hash equals duplicate_of's
   bool has_features = false;  // the text yielded at least one feature
   friend bool operator==(const DedupDecision&, const DedupDecision&) = default;
-};
-
-// What the decision needs from one analyzed text.
-struct DocSignature {
-  uint64_t content_hash = 0;
-  uint64_t fingerprint = 0;  // ignored when !has_features
-  bool has_features = false;
 };
 
 struct DedupStats {
@@ -117,30 +111,17 @@ class Deduplicator {
   uint64_t scheme_id() const { return fingerprinter_.scheme_id(); }
   // Fingerprints of the kept documents that have features, keyed by their
   // sequence numbers.
-  const HammingIndex& index() const { return *index_; }
+  const HammingIndex& index() const { return set_->index(); }
 
  private:
-  Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter,
-               std::unique_ptr<HammingIndex> index);
-
-  // Candidate kept documents for `doc`, best first: the exact (content_hash)
-  // match if any, then index matches by (distance, sequence number).
-  Status FindCandidates(const DocSignature& doc, std::vector<Match>* candidates) const;
-  // Picks the first acceptable candidate, or none. This is where a re-check
-  // (e.g. exact similarity of short texts) slots in: it may reject
-  // candidates, and the next one is tried.
-  DedupDecision Decide(const DocSignature& doc, std::span<const Match> candidates) const;
-  // Records the decision: adds kept documents to the index and hash map.
-  Status Commit(const DocSignature& doc, uint64_t sequence, const DedupDecision& decision);
+  Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;
-  std::unique_ptr<HammingIndex> index_;
-  // content_hash -> sequence number of the first kept document with it.
-  std::unordered_map<uint64_t, uint64_t> kept_by_hash_;
+  // The kept documents, keyed by sequence number; holds the decision rule.
+  std::unique_ptr<NearDupSet> set_;
   uint64_t next_sequence_ = 0;
   DedupStats stats_;
-  std::vector<Match> candidates_;   // scratch
   std::vector<DocSignature> sigs_;  // scratch
 };
 
