@@ -484,35 +484,71 @@ class MultiIndex final : public HammingIndex {
     const Plan plan = PlanFor(k);
     const std::vector<uint32_t>& masks = masks_[plan.radius];
     const int shift = 32 - bucket_bits_;
-    for (int ti = 0; ti < plan.tables; ++ti) {
-      const Table& t = tables_[ti];
+    // Issue the first loads of every probed bucket up front: at 50M entries
+    // each is a cache miss, and they are independent.
+    struct Probed {
+      const Bucket* bucket;
+      int table;
+    };
+    Probed probed[64];
+    size_t nprobed = 0;
+    auto scan = [&](const Probed& p) -> bool {
+      const Table& t = tables_[p.table];
       const uint32_t qsig = t.Sig(query);
-      const uint32_t qbucket = qsig >> shift;
       const int block_shift = 32 - t.width;
-      for (uint32_t mask : masks) {
-        const Bucket& b = t.buckets[qbucket ^ mask];
-        const uint32_t* sigs = b.sigs();
-        for (uint32_t i = 0; i < b.size; ++i) {
-          const uint32_t x = sigs[i] ^ qsig;
-          // Signature distance is a lower bound of the full distance.
-          if (std::popcount(x) > k) continue;
-          if (std::popcount(x >> block_shift) > plan.radius) continue;
-          const uint32_t row = b.rows()[i];
+      const uint32_t* sigs = p.bucket->sigs();
+      const uint32_t* rows = p.bucket->rows();
+      const uint32_t n = p.bucket->size;
+      // Branch-free filter into a small buffer: ~1% of a bucket survives the
+      // signature test, so the verification branches below are rare.
+      uint32_t cand[256];
+      for (uint32_t base = 0; base < n; base += 256) {
+        const uint32_t end = std::min<uint32_t>(n, base + 256);
+        uint32_t nc = 0;
+        for (uint32_t i = base; i < end; ++i) {
+          cand[nc] = i;
+          nc += std::popcount(sigs[i] ^ qsig) <= k;
+        }
+        for (uint32_t c = 0; c < nc; ++c) {
+          const uint32_t i = cand[c];
+          if (std::popcount((sigs[i] ^ qsig) >> block_shift) > plan.radius) continue;
+          const uint32_t row = rows[i];
           const uint64_t diff = fps_[row] ^ query;
           const int d = std::popcount(diff);
           if (d > k) continue;
           bool reported_earlier = false;
-          for (int tj = 0; tj < ti; ++tj) {
+          for (int tj = 0; tj < p.table; ++tj) {
             if (tables_[tj].BlockDistance(diff) <= plan.radius) {
               reported_earlier = true;
               break;
             }
           }
           if (reported_earlier) continue;
-          if (!emit(row, d)) return;
+          if (!emit(row, d)) return false;
         }
       }
+      return true;
+    };
+    auto flush = [&]() -> bool {
+      for (size_t i = 0; i < nprobed; ++i) {
+        if (!scan(probed[i])) return false;
+      }
+      nprobed = 0;
+      return true;
+    };
+    for (int ti = 0; ti < plan.tables; ++ti) {
+      const Table& t = tables_[ti];
+      const uint32_t qbucket = t.Sig(query) >> shift;
+      for (uint32_t mask : masks) {
+        const Bucket& b = t.buckets[qbucket ^ mask];
+        if (b.size == 0) continue;
+        __builtin_prefetch(b.data);
+        __builtin_prefetch(b.data + 16);
+        probed[nprobed++] = Probed{&b, ti};
+        if (nprobed == 64 && !flush()) return;
+      }
     }
+    flush();
   }
 
   const int blocks_;
