@@ -1,0 +1,319 @@
+// The local engine with a real RocksDB store in a temp directory.
+#include "neardup/local_engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "neardup/fingerprint.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("engine_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+    now_ = 1'700'000'000'000;
+  }
+  void TearDown() override {
+    engine_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void Open(int64_t retention_seconds = 48 * 3600) {
+    engine_.reset();
+    LocalEngineOptions o;
+    o.data_dir = dir_.string();
+    o.sync = false;  // durability across kill -9 is tested in serve tests; this is logic
+    o.default_settings.retention_seconds = retention_seconds;
+    o.sweep_interval_ms = 3'600'000;  // sweeps run when a test asks
+    o.clock_ms = [this] { return now_.load(); };
+    auto e = OpenLocalEngine(o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+  }
+
+  CheckOutcome Check(const std::string& ns, const std::string& id, const std::string& text,
+                     CheckMode mode = CheckMode::kCheckAndInsert, std::optional<int64_t> ts = std::nullopt) {
+    auto r = engine_->Check(ns, DocumentInput{id, text, ts}, mode);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CheckOutcome{};
+  }
+
+  uint64_t Docs(const std::string& ns) {
+    auto s = engine_->GetNamespace(ns);
+    return s.ok() ? s->documents : 0;
+  }
+
+  fs::path dir_;
+  std::atomic<int64_t> now_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// A distinct pseudo-random English-like text per seed.
+std::string RandomText(uint64_t seed, int words = 40) {
+  static const char* kWords[] = {"river", "market", "signal", "engine", "quiet", "yellow", "garden", "winter",
+                                 "paper", "silver", "north", "window", "forest", "number", "castle", "planet",
+                                 "coffee", "bridge", "mirror", "rocket", "pencil", "valley", "thunder", "island"};
+  std::string out;
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (int i = 0; i < words; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out += kWords[x % 24];
+    out += std::to_string(x % 97);
+    out += ' ';
+  }
+  return out;
+}
+
+const char* kLong =
+    "The quick brown fox jumps over the lazy dog while the farmer watches from the old wooden porch, "
+    "thinking about the harvest, the rain that did not come in spring, and the long drive to the market "
+    "in town where prices for grain have fallen for the third year in a row despite every promise made.";
+
+TEST_F(LocalEngineTest, CheckAndInsertKeepsFirstAndNamesIt) {
+  Open();
+  auto a = Check("news", "a", kLong);
+  EXPECT_FALSE(a.duplicate);
+  EXPECT_TRUE(a.stored);
+  auto b = Check("news", "b", std::string(kLong) + "!!");  // same normalized text
+  EXPECT_TRUE(b.duplicate);
+  EXPECT_FALSE(b.stored);
+  ASSERT_EQ(b.matches.size(), 1u);
+  EXPECT_EQ(b.matches[0].id, "a");
+  EXPECT_TRUE(b.matches[0].exact);
+  EXPECT_DOUBLE_EQ(b.matches[0].similarity, 1.0);
+  EXPECT_EQ(Docs("news"), 1u);
+}
+
+TEST_F(LocalEngineTest, ReplayOfStoredIdIsIdempotent) {
+  Open();
+  EXPECT_TRUE(Check("n", "x", "hello world from neardup").stored);
+  auto again = Check("n", "x", "hello world from neardup");
+  EXPECT_TRUE(again.replay);
+  EXPECT_TRUE(again.stored);
+  auto again_insert = Check("n", "x", "something else entirely", CheckMode::kInsertAlways);
+  EXPECT_TRUE(again_insert.replay);
+  EXPECT_EQ(Docs("n"), 1u);
+}
+
+TEST_F(LocalEngineTest, QueryNeverStoresAndInsertAlwaysDoes) {
+  Open();
+  Check("n", "a", kLong);
+  auto q = Check("n", "q", kLong, CheckMode::kQueryOnly);
+  EXPECT_TRUE(q.duplicate);
+  EXPECT_FALSE(q.stored);
+  auto i = Check("n", "i", kLong, CheckMode::kInsertAlways);
+  EXPECT_TRUE(i.duplicate);
+  EXPECT_TRUE(i.stored);
+  EXPECT_EQ(Docs("n"), 2u);
+  EXPECT_EQ(engine_->GetDocument("n", "q").status().code(), Status::Code::kNotFound);
+}
+
+TEST_F(LocalEngineTest, NamespacesAreIsolated) {
+  Open();
+  Check("one", "a", kLong);
+  auto other = Check("two", "b", kLong);
+  EXPECT_FALSE(other.duplicate);
+  EXPECT_TRUE(other.stored);
+  auto names = engine_->ListNamespaces();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), (std::set<std::string>{"one", "two"}));
+}
+
+TEST_F(LocalEngineTest, NearDuplicateWithinKMatches) {
+  Open();
+  std::string edited = kLong;
+  edited.replace(edited.find("harvest"), 7, "harvests");
+  auto fp = Fingerprinter::Create({}).value();
+  const int d = HammingDistance(fp.Compute(kLong), fp.Compute(edited));
+  ASSERT_LE(d, 3) << "test texts must be near-duplicates at k=3";
+  ASSERT_GT(d, 0);
+  Check("n", "a", kLong);
+  auto b = Check("n", "b", edited);
+  EXPECT_TRUE(b.duplicate);
+  ASSERT_FALSE(b.matches.empty());
+  EXPECT_EQ(b.matches[0].distance, d);
+  EXPECT_FALSE(b.matches[0].exact);
+  EXPECT_LT(b.matches[0].similarity, 1.0);
+  EXPECT_GT(b.matches[0].similarity, 0.9);
+}
+
+// Many clients send near-duplicates of one text at the same moment: exactly
+// one is stored and every other answer names it. Repeated many times.
+TEST_F(LocalEngineTest, ConcurrentNearDuplicatesKeepExactlyOne) {
+  Open();
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 60;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string base = "The " + RandomText(1000 + round);
+    std::vector<CheckOutcome> answers(kThreads);
+    std::barrier sync(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        // Variants: punctuation/case/whitespace changes normalize to the same text.
+        std::string text = base;
+        if (t % 2) text = "  " + text + " !!";
+        if (t % 3 == 0) {
+          for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));  // case folds away
+        }
+        sync.arrive_and_wait();
+        const std::string id = "r" + std::to_string(round) + "-" + std::to_string(t);
+        auto r = engine_->Check("race", DocumentInput{id, text, {}}, CheckMode::kCheckAndInsert);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        answers[t] = *r;
+      });
+    }
+    for (auto& th : threads) th.join();
+    int stored = 0;
+    std::string kept;
+    for (int t = 0; t < kThreads; ++t) {
+      if (answers[t].stored) {
+        ++stored;
+        kept = "r" + std::to_string(round) + "-" + std::to_string(t);
+      }
+    }
+    ASSERT_EQ(stored, 1) << "round " << round;
+    for (int t = 0; t < kThreads; ++t) {
+      if (answers[t].stored) continue;
+      ASSERT_TRUE(answers[t].duplicate);
+      EXPECT_EQ(answers[t].matches[0].id, kept);
+    }
+  }
+  EXPECT_EQ(Docs("race"), static_cast<uint64_t>(kRounds));
+}
+
+TEST_F(LocalEngineTest, BatchDecidesInOrderIncludingWithinTheBatch) {
+  Open();
+  std::vector<DocumentInput> docs = {{"1", kLong, {}}, {"2", "completely different text about cats", {}},
+                                     {"3", std::string(kLong) + ".", {}}, {"4", "", {}}};
+  std::vector<Result<CheckOutcome>> out;
+  ASSERT_TRUE(engine_->CheckBatch("b", docs, CheckMode::kCheckAndInsert, &out).ok());
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_TRUE(out[0]->stored);
+  EXPECT_TRUE(out[1]->stored);
+  EXPECT_TRUE(out[2]->duplicate);
+  EXPECT_EQ(out[2]->matches[0].id, "1");
+  EXPECT_EQ(out[3].status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(LocalEngineTest, RetentionExpiresMatchesAndReclaims) {
+  Open(/*retention_seconds=*/3600);
+  Check("n", "old", kLong);
+  now_ += 1800 * 1000;
+  EXPECT_TRUE(Check("n", "dup", kLong, CheckMode::kQueryOnly).duplicate);
+  now_ += 1801 * 1000;  // "old" is now past retention, not yet swept
+  auto late = Check("n", "new", kLong);
+  EXPECT_FALSE(late.duplicate) << "an expired document must never match";
+  EXPECT_TRUE(late.stored);
+  static_cast<void>(engine_->GetDocument("n", "old"));
+  EXPECT_EQ(engine_->GetDocument("n", "old").status().code(), Status::Code::kNotFound);
+  // A document whose own timestamp is already past retention is answered, not stored.
+  auto stale = Check("n", "stale", "an old story nobody tells anymore", CheckMode::kCheckAndInsert, now_ - 7200 * 1000);
+  EXPECT_FALSE(stale.stored);
+  // Restart: the expired document is gone from the store too.
+  Open(3600);
+  auto stats = engine_->GetNamespace("n");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, 1u);
+}
+
+TEST_F(LocalEngineTest, RestartRebuildsEverything) {
+  Open();
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(Check("n", "d" + std::to_string(i), RandomText(i)).stored);
+  ASSERT_TRUE(engine_->DeleteDocument("n", "d5").ok());
+  bool created = false;
+  NamespaceSettings s;
+  s.k = 5;
+  ASSERT_TRUE(engine_->PutNamespace("tuned", s, &created).ok());
+  EXPECT_TRUE(created);
+  Open();
+  EXPECT_EQ(Docs("n"), 199u);
+  EXPECT_EQ(engine_->GetNamespace("tuned")->settings.k, 5);
+  EXPECT_EQ(engine_->GetDocument("n", "d5").status().code(), Status::Code::kNotFound);
+  auto again = Check("n", "zz", RandomText(7));
+  EXPECT_TRUE(again.duplicate);
+  EXPECT_EQ(again.matches[0].id, "d7");
+  auto fresh = Check("n", "new", "a brand new text that nobody has seen before in this namespace");
+  EXPECT_TRUE(fresh.stored);  // numbering continues without colliding
+  Open();
+  EXPECT_EQ(Docs("n"), 200u);
+}
+
+TEST_F(LocalEngineTest, SettingsChangesThatMixSchemesAreRefused) {
+  Open();
+  Check("n", "a", kLong);
+  NamespaceSettings s;
+  s.tokenizer = "icu-words";
+  bool created = true;
+  EXPECT_EQ(engine_->PutNamespace("n", s, &created).code(), Status::Code::kFailedPrecondition);
+  NamespaceSettings k5;
+  k5.k = 5;
+  EXPECT_TRUE(engine_->PutNamespace("n", k5, &created).ok());
+  EXPECT_FALSE(created);
+  ASSERT_TRUE(engine_->DeleteNamespace("n").ok());
+  EXPECT_EQ(engine_->GetNamespace("n").status().code(), Status::Code::kNotFound);
+  EXPECT_TRUE(engine_->PutNamespace("n", s, &created).ok());  // empty again: any scheme
+  Open();
+  EXPECT_EQ(engine_->GetNamespace("n")->settings.tokenizer, "icu-words");
+  EXPECT_EQ(Docs("n"), 0u);
+}
+
+TEST_F(LocalEngineTest, BadInputIsInvalidArgument) {
+  Open();
+  EXPECT_EQ(engine_->Check("bad name!", DocumentInput{"a", "x", {}}, CheckMode::kQueryOnly).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(engine_->Check("n", DocumentInput{"", "x", {}}, CheckMode::kQueryOnly).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(engine_->Check("n", DocumentInput{"a", "", {}}, CheckMode::kQueryOnly).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(engine_->Check("n", DocumentInput{std::string(513, 'x'), "t", {}}, CheckMode::kQueryOnly).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(engine_->Check("n", DocumentInput{"\xff", "t", {}}, CheckMode::kQueryOnly).status().code(),
+            Status::Code::kInvalidArgument);
+  NamespaceSettings s;
+  s.k = 9;
+  bool created;
+  EXPECT_EQ(engine_->PutNamespace("n", s, &created).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(LocalEngineTest, ShutdownRefusesNewCalls) {
+  Open();
+  Check("n", "a", kLong);
+  ASSERT_TRUE(engine_->Shutdown().ok());
+  EXPECT_TRUE(engine_->Shutdown().ok());
+  EXPECT_EQ(engine_->Check("n", DocumentInput{"b", "x", {}}, CheckMode::kCheckAndInsert).status().code(),
+            Status::Code::kUnavailable);
+}
+
+TEST(NamespaceSettingsJson, ParsesSubsetsAndRejectsUnknownFields) {
+  auto s = NamespaceSettings::FromJson(R"({"k": 5, "retention_seconds": 60})", NamespaceSettings{});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->k, 5);
+  EXPECT_EQ(s->retention_seconds, 60);
+  EXPECT_EQ(s->tokenizer, "mixed");
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"k": 9})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"k": "3"})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"color": 1})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"([1])", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson("{", {}).ok());
+  auto round = NamespaceSettings::FromJson(s->ToJson(), {});
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(*round, *s);
+}
+
+}  // namespace
+}  // namespace neardup
