@@ -5,7 +5,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config
   libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  librocksdb-dev libcpp-httplib-dev libssl-dev zlib1g-dev wrk
+  librocksdb-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev wrk
   clang libclang-rt-14-dev
   python3
 )

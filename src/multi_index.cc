@@ -492,6 +492,42 @@ class MultiIndex final : public HammingIndex {
     };
     Probed probed[64];
     size_t nprobed = 0;
+    // Survivors of the signature filter are few (~1% of a bucket) but each
+    // needs two random reads (its row, then its fingerprint). They are
+    // collected across all probed buckets and their loads issued before any
+    // is used, so the misses overlap instead of queueing one after another.
+    struct Survivor {
+      const uint32_t* row;
+      int table;
+    };
+    constexpr size_t kMaxSurvivors = 512;
+    Survivor survivors[kMaxSurvivors];
+    uint32_t row_of[kMaxSurvivors];
+    size_t nsurvivors = 0;
+    auto verify = [&]() -> bool {
+      for (size_t c = 0; c < nsurvivors; ++c) {
+        row_of[c] = *survivors[c].row;
+        __builtin_prefetch(&fps_[row_of[c]]);
+      }
+      const size_t n = nsurvivors;
+      nsurvivors = 0;
+      for (size_t c = 0; c < n; ++c) {
+        const uint32_t row = row_of[c];
+        const uint64_t diff = fps_[row] ^ query;
+        const int d = std::popcount(diff);
+        if (d > k) continue;
+        bool reported_earlier = false;
+        for (int tj = 0; tj < survivors[c].table; ++tj) {
+          if (tables_[tj].BlockDistance(diff) <= plan.radius) {
+            reported_earlier = true;
+            break;
+          }
+        }
+        if (reported_earlier) continue;
+        if (!emit(row, d)) return false;
+      }
+      return true;
+    };
     auto scan = [&](const Probed& p) -> bool {
       const Table& t = tables_[p.table];
       const uint32_t qsig = t.Sig(query);
@@ -499,8 +535,7 @@ class MultiIndex final : public HammingIndex {
       const uint32_t* sigs = p.bucket->sigs();
       const uint32_t* rows = p.bucket->rows();
       const uint32_t n = p.bucket->size;
-      // Branch-free filter into a small buffer: ~1% of a bucket survives the
-      // signature test, so the verification branches below are rare.
+      // Branch-free filter into a small buffer.
       uint32_t cand[256];
       for (uint32_t base = 0; base < n; base += 256) {
         const uint32_t end = std::min<uint32_t>(n, base + 256);
@@ -512,19 +547,9 @@ class MultiIndex final : public HammingIndex {
         for (uint32_t c = 0; c < nc; ++c) {
           const uint32_t i = cand[c];
           if (std::popcount((sigs[i] ^ qsig) >> block_shift) > plan.radius) continue;
-          const uint32_t row = rows[i];
-          const uint64_t diff = fps_[row] ^ query;
-          const int d = std::popcount(diff);
-          if (d > k) continue;
-          bool reported_earlier = false;
-          for (int tj = 0; tj < p.table; ++tj) {
-            if (tables_[tj].BlockDistance(diff) <= plan.radius) {
-              reported_earlier = true;
-              break;
-            }
-          }
-          if (reported_earlier) continue;
-          if (!emit(row, d)) return false;
+          __builtin_prefetch(&rows[i]);
+          survivors[nsurvivors++] = Survivor{&rows[i], p.table};
+          if (nsurvivors == kMaxSurvivors && !verify()) return false;
         }
       }
       return true;
@@ -539,16 +564,17 @@ class MultiIndex final : public HammingIndex {
     for (int ti = 0; ti < plan.tables; ++ti) {
       const Table& t = tables_[ti];
       const uint32_t qbucket = t.Sig(query) >> shift;
+      // (flush() scans queued buckets; verify() checks their survivors.)
       for (uint32_t mask : masks) {
         const Bucket& b = t.buckets[qbucket ^ mask];
         if (b.size == 0) continue;
         __builtin_prefetch(b.data);
         __builtin_prefetch(b.data + 16);
         probed[nprobed++] = Probed{&b, ti};
-        if (nprobed == 64 && !flush()) return;
+        if (nprobed == 64 && (!flush() || !verify())) return;
       }
     }
-    flush();
+    if (flush()) verify();
   }
 
   const int blocks_;
