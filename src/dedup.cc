@@ -47,6 +47,7 @@ Result<std::unique_ptr<Deduplicator>> Deduplicator::Create(const DedupOptions& o
   set_options.k = options.k;
   set_options.index = options.index;
   set_options.exact_fast_path = options.exact_fast_path;
+  set_options.recheck = options.recheck;
   auto set = NearDupSet::Create(set_options);
   if (!set.ok()) return set.status();
   return std::unique_ptr<Deduplicator>(new Deduplicator(options, std::move(fp).value(), std::move(set).value()));
@@ -100,6 +101,7 @@ Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
     decision.duplicate_of = match->id;
     decision.distance = match->distance;
     decision.exact = match->exact;
+    decision.similarity = match->similarity;
     ++(decision.exact ? stats_.exact_duplicates : stats_.near_duplicates);
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.

@@ -568,8 +568,11 @@ class MultiIndex final : public HammingIndex {
       for (uint32_t mask : masks) {
         const Bucket& b = t.buckets[qbucket ^ mask];
         if (b.size == 0) continue;
-        __builtin_prefetch(b.data);
-        __builtin_prefetch(b.data + 16);
+        // Request every line of the signature array now: at 50M entries a
+        // bucket is ~3 KB of cold memory, and the probed buckets' lines then
+        // arrive in parallel rather than as each scan reaches them.
+        const char* line = reinterpret_cast<const char*>(b.data);
+        for (size_t off = 0; off < size_t{b.size} * sizeof(uint32_t); off += 64) __builtin_prefetch(line + off);
         probed[nprobed++] = Probed{&b, ti};
         if (nprobed == 64 && (!flush() || !verify())) return;
       }

@@ -19,6 +19,7 @@
 #include "jsonl.h"
 #include "neardup/fingerprint.h"
 #include "neardup/idf.h"
+#include "neardup/near_dup_set.h"
 #include "neardup/status.h"
 
 namespace neardup::cli {
@@ -66,6 +67,12 @@ void AddDedupCommand(CLI::App& app, int* exit_code);
 void AddFingerprintCommand(CLI::App& app, int* exit_code);
 void AddDistanceCommand(CLI::App& app, int* exit_code);
 void AddIdfCommand(CLI::App& app, int* exit_code);
+void AddServeCommand(CLI::App& app, int* exit_code);  // tools/cmd_serve.cc
+void AddEvalCommand(CLI::App& app, int* exit_code);   // tools/cmd_eval.cc
+
+// The re-check policy flags (--recheck, --short-threshold, ...), shared by
+// dedup and eval; defined in tools/cmd_dedup.cc.
+void AddRecheckFlags(CLI::App* cmd, bool* enabled, RecheckOptions* options);
 
 // ---- shared flags ----------------------------------------------------------
 

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   AddFingerprintCommand(app, &exit_code);
   AddDistanceCommand(app, &exit_code);
   AddIdfCommand(app, &exit_code);
+  AddServeCommand(app, &exit_code);
+  AddEvalCommand(app, &exit_code);
   app.add_subcommand("version", "Print the version and exit")->callback([&] {
     std::printf("%s\n", version.c_str());
   });

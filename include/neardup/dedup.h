@@ -15,6 +15,11 @@
 //     fingerprint are the candidates. If there is any, it is a duplicate of
 //     the nearest (smallest distance, then smallest sequence number); exact
 //     is true when that document also has the same content_hash.
+//     With the re-check (options.recheck, on by default) short texts search
+//     a wider radius and their candidates must pass a similarity check, and
+//     the most similar accepted candidate wins: see NearDupSet
+//     (near_dup_set.h), which holds the rule for the batch job and the
+//     service alike.
 //  4. Otherwise it is kept: added to the index under DocId = sequence number.
 //
 // A duplicate is never added to the index, so chains do not form: every
@@ -57,6 +62,9 @@ struct DedupOptions {
   // off just costs an index search per exact repeat. Texts without features
   // are always matched by content_hash.
   bool exact_fast_path = true;
+  // The length-aware re-check of short texts (near_dup_set.h,
+  // docs/ACCURACY.md); recheck.enabled = false gives the plain rule above.
+  RecheckOptions recheck;
 };
 
 struct DedupDecision {
@@ -67,6 +75,9 @@ struct DedupDecision {
   int distance = 0;           // Hamming distance to duplicate_of's fingerprint
   bool exact = false;         // content_hash equals duplicate_of's
   bool has_features = false;  // the text yielded at least one feature
+  // Estimated similarity to duplicate_of (DuplicateMatch::similarity);
+  // meaningful only when duplicate is true.
+  double similarity = 0;
   friend bool operator==(const DedupDecision&, const DedupDecision&) = default;
 };
 

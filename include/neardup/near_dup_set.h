@@ -3,21 +3,31 @@
 // duplicates one of them. The batch Deduplicator and the service's namespaces
 // both decide through this class, so the policy is written once.
 //
-// The rule, for a document with signature `doc`:
+// The rule, for a document with signature `doc` (docs/ACCURACY.md):
 //  1. Exact: a kept document with the same content_hash (hash of the
-//     normalized text) is a duplicate at distance 0 (exact = true). Texts
-//     without features are matched this way only, never by fingerprint.
-//  2. Near: otherwise every kept document within Hamming distance k of its
-//     fingerprint is a candidate; candidates are tried nearest first (then by
-//     smallest id) and the first one accepted is the duplicate.
-// A verification stage (exact similarity of short texts) may reject
-// candidates; it lives in Accept() so both callers get it.
+//     normalized text) is a duplicate at distance 0 (exact = true,
+//     similarity = 1). Texts without features are matched this way only,
+//     never by fingerprint.
+//  2. Candidates: the kept documents within Hamming distance r of its
+//     fingerprint, where r = max(k, short_k) for a short query (normalized text of at
+//     most short_max_chars code points) and r = k otherwise.
+//  3. Re-check (Accept()): a candidate pair where either text is short is a
+//     duplicate iff the estimated Jaccard similarity of their character
+//     shingles (similarity.h) is at least min_similarity, or their
+//     containment is at least min_containment and the smaller text has at
+//     least containment_min_shingles shingles. Any other pair (both long, or a
+//     sketch missing on either side, e.g. a document stored before sketches
+//     existed) is a duplicate iff its distance is at most k.
+//  4. The best of the accepted candidates is the most similar one (then the
+//     nearest, then the smallest id).
+// With recheck.enabled = false the rule is the plain one: every candidate within k
+// is a duplicate, nearest first, then smallest id.
 //
 // Ids are chosen by the caller (the batch job uses input sequence numbers;
 // the service its internal document numbers) and must be unique.
 //
-// Thread-safety: const methods may run concurrently; Insert/Remove need
-// exclusive access (the service holds its namespace lock).
+// Thread-safety: const methods may run concurrently; Insert/Remove/set_k/
+// SetPolicy need exclusive access (the service holds its namespace lock).
 #ifndef NEARDUP_NEAR_DUP_SET_H_
 #define NEARDUP_NEAR_DUP_SET_H_
 
@@ -30,6 +40,7 @@
 #include "neardup/fingerprint.h"
 #include "neardup/hamming_index.h"
 #include "neardup/multi_index.h"
+#include "neardup/similarity.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -39,27 +50,80 @@ struct DocSignature {
   uint64_t content_hash = 0;
   uint64_t fingerprint = 0;  // ignored when !has_features
   bool has_features = false;
+  // The re-check signature (similarity.h): the length of the normalized
+  // text in code points and the sketch of its shingles. Empty sketch =
+  // unknown (a signature made by hand or stored before sketches existed):
+  // such a document is decided by fingerprint distance alone. Persist both
+  // with EncodeSignatureExtra / DecodeSignatureExtra.
+  uint32_t num_chars = 0;
+  ShingleSketch sketch;
+  bool has_sketch() const { return !sketch.empty(); }
+  friend bool operator==(const DocSignature&, const DocSignature&) = default;
 };
 
 // The signature of an analyzed text: the one place that decides what the
 // matching rule keeps of a text.
 DocSignature MakeSignature(const TextAnalysis& analysis);
 
+// The length-aware re-check policy (docs/ACCURACY.md). Tunable per
+// namespace: every field but sketch_max_chars may be changed later with
+// NearDupSet::SetPolicy().
+struct RecheckOptions {
+  // Off: the plain rule (every candidate within k is a duplicate).
+  bool enabled = true;
+  // A text is short when its normalized text has at most this many code
+  // points; pairs involving a short text are re-checked.
+  int short_max_chars = 200;
+  // Search radius for short texts, 0..kMaxSupportedK (at least k is used).
+  int short_k = 8;
+  // A re-checked pair is a duplicate when the estimated Jaccard similarity of
+  // its shingle sets is at least this ...
+  double min_similarity = 0.5;
+  // ... or when the smaller text is contained in the other at least this much
+  // (|A∩B| / min(|A|,|B|)) and has at least containment_min_shingles
+  // shingles (a repost that adds a comment or drops a sentence). > 1 disables.
+  double min_containment = 0.8;
+  int containment_min_shingles = 24;
+  // Kept documents whose normalized text has at most this many code points
+  // keep their sketch in memory (at most 268 bytes + a hash-map entry) so
+  // that short queries can re-check them. A pair whose longer text exceeds
+  // short_max_chars / min_similarity cannot reach min_similarity, so
+  // 2 * short_max_chars loses (almost) nothing at the defaults. Fixed at
+  // NearDupSet::Create().
+  int sketch_max_chars = 400;
+};
+
 struct NearDupOptions {
-  // Largest Hamming distance (inclusive) of a near-duplicate; 0..kMaxSupportedK.
+  // Largest Hamming distance (inclusive) of a near-duplicate between long
+  // texts (and of any pair when the re-check is off); 0..kMaxSupportedK.
   int k = 3;
-  MultiIndexOptions index;  // expected_k is overridden with k
+  MultiIndexOptions index;  // expected_k is overridden with the largest radius
   // Check content_hash equality before searching the index. Off only costs an
   // index search per exact repeat (and loses nothing for texts with features).
   bool exact_fast_path = true;
+  RecheckOptions recheck;
 };
 
 struct DuplicateMatch {
   DocId id = 0;        // the kept document
   int distance = 0;    // Hamming distance of the fingerprints
   bool exact = false;  // equal content_hash
-  friend bool operator==(const DuplicateMatch&, const DuplicateMatch&) = default;
+  // Estimated Jaccard similarity (0..1) of the two texts' character-shingle
+  // sets (similarity.h): 1 for an exact match. When a sketch is missing on
+  // either side (a long kept text, whose sketch is not kept, or a legacy
+  // document) it is estimated from the fingerprint distance instead:
+  // c / (2 - c) with c = cos(pi * distance / 64), and rechecked is false.
+  double similarity = 0;
+  bool rechecked = false;  // similarity came from the sketches
+  // Equality compares the decision (which document, how far, exact); the
+  // similarity is a derived score.
+  friend bool operator==(const DuplicateMatch& a, const DuplicateMatch& b) {
+    return a.id == b.id && a.distance == b.distance && a.exact == b.exact;
+  }
 };
+
+// The similarity estimate that DuplicateMatch falls back to without sketches.
+double SimilarityFromDistance(int distance);
 
 class NearDupSet {
  public:
@@ -79,23 +143,46 @@ class NearDupSet {
   // Removes a kept document (its signature as inserted). False if absent.
   bool Remove(DocId id, const DocSignature& doc);
 
+  // Changes the radius of later searches (0..kMaxSupportedK); the index
+  // serves any k, so nothing is rebuilt. Needs exclusive access.
+  Status set_k(int k);
+  // Changes the re-check policy of later searches (sketch_max_chars must be
+  // unchanged: kFailedPrecondition). kInvalidArgument for out-of-range
+  // values. Needs exclusive access.
+  Status SetPolicy(const RecheckOptions& recheck);
+  // kInvalidArgument unless k and every policy field are in range.
+  static Status ValidateOptions(const NearDupOptions& options);
+
   size_t size() const { return size_; }
-  // Index plus exact-match table.
+  // Kept documents whose sketch is held for re-checks.
+  size_t sketches() const { return sketch_slot_.size(); }
+  // Index, exact-match table and kept sketches.
   size_t MemoryBytes() const;
   const NearDupOptions& options() const { return options_; }
   const HammingIndex& index() const { return *index_; }
 
  private:
   NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index);
-  // Whether a fingerprint candidate is a real duplicate (re-check stage).
-  bool Accept(const DocSignature& doc, const Match& candidate) const;
+  // Whether a fingerprint candidate is a real duplicate (re-check stage);
+  // fills the match's similarity.
+  bool Accept(const DocSignature& doc, const Match& candidate, DuplicateMatch* match) const;
   std::optional<DocId> ExactMatch(uint64_t content_hash) const;
+  bool IsShort(uint32_t num_chars) const {
+    return num_chars <= static_cast<uint32_t>(options_.recheck.short_max_chars);
+  }
+  int SearchRadius(const DocSignature& doc) const;
+  void CompactSketches();
 
   NearDupOptions options_;
   std::unique_ptr<HammingIndex> index_;
   // content_hash -> kept ids with that normalized text (usually one).
   std::unordered_multimap<uint64_t, DocId> by_hash_;
   size_t size_ = 0;
+  // Kept sketches: id -> offset of a record in sketch_arena_:
+  // [num_chars, num_shingles, n, mins[0..n)] (n = mins.size()).
+  std::unordered_map<DocId, uint64_t> sketch_slot_;
+  std::vector<uint32_t> sketch_arena_;
+  size_t sketch_garbage_ = 0;  // words of removed records
 };
 
 }  // namespace neardup
