@@ -7,7 +7,7 @@ PKGS=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   librocksdb-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev wrk
   clang libclang-rt-14-dev
-  python3
+  python3 curl bc
 )
 missing=()
 for p in "${PKGS[@]}"; do
