@@ -7,6 +7,158 @@
 
 namespace neardup {
 
+// ---- AnchorTable -------------------------------------------------------------
+// anchor (u32) -> kept document ids. Open addressing with linear probing and
+// backward-shift deletion. Most anchors are held by one document, whose id is
+// stored in the slot itself; more go to a side list. A key that receives more
+// than `cap` documents becomes a stop key for good (its list is freed).
+class NearDupSet::AnchorTable {
+ public:
+  bool IsStop(uint32_t key) const {
+    const Slot* s = Find(key);
+    return s != nullptr && s->n == kStop;
+  }
+
+  // Appends the ids under key to *out; false (and nothing) for a stop key.
+  bool Collect(uint32_t key, std::vector<DocId>* out) const {
+    const Slot* s = Find(key);
+    if (s == nullptr) return true;
+    if (s->n == kStop) return false;
+    if (s->n == 1) {
+      out->push_back(s->v);
+    } else {
+      const auto& l = lists_[s->v];
+      out->insert(out->end(), l.begin(), l.end());
+    }
+    return true;
+  }
+
+  void Add(uint32_t key, DocId id, uint32_t cap) {
+    if ((used_ + 1) * 10 > slots_.size() * 7) Grow();
+    size_t i = Home(key);
+    while (slots_[i].n != 0 && slots_[i].key != key) i = (i + 1) & mask_;
+    Slot& s = slots_[i];
+    if (s.n == 0) {
+      s = Slot{key, 1, id};
+      ++used_;
+      if (cap == 0) MakeStop(&s);
+      return;
+    }
+    if (s.n == kStop) return;
+    if (s.n + 1 > cap) {
+      MakeStop(&s);
+      return;
+    }
+    if (s.n == 1) {
+      const uint64_t list = NewList();
+      lists_[list].push_back(s.v);
+      s.v = list;
+    }
+    lists_[s.v].push_back(id);
+    ++s.n;
+  }
+
+  void Remove(uint32_t key, DocId id) {
+    Slot* s = const_cast<Slot*>(Find(key));
+    if (s == nullptr || s->n == kStop) return;
+    if (s->n == 1) {
+      if (s->v == id) Erase(static_cast<size_t>(s - slots_.data()));
+      return;
+    }
+    auto& l = lists_[s->v];
+    auto it = std::find(l.begin(), l.end(), id);
+    if (it == l.end()) return;
+    l.erase(it);
+    if (--s->n == 1) {
+      const DocId last = l[0];
+      FreeList(s->v);
+      s->v = last;
+    }
+  }
+
+  size_t MemoryBytes() const {
+    size_t bytes = slots_.capacity() * sizeof(Slot) + lists_.capacity() * sizeof(std::vector<DocId>) +
+                   free_.capacity() * sizeof(uint64_t);
+    for (const auto& l : lists_) bytes += l.capacity() * sizeof(DocId);
+    return bytes;
+  }
+
+ private:
+  static constexpr uint32_t kStop = UINT32_MAX;
+  struct Slot {
+    uint32_t key = 0;
+    uint32_t n = 0;  // 0: empty; kStop: stop key; 1: v is the id; else v indexes lists_
+    uint64_t v = 0;
+  };
+
+  size_t Home(uint32_t key) const { return static_cast<size_t>(Mix64(key)) & mask_; }
+
+  const Slot* Find(uint32_t key) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.n == 0) return nullptr;
+      if (s.key == key) return &s;
+    }
+  }
+
+  void MakeStop(Slot* s) {
+    if (s->n >= 2 && s->n != kStop) FreeList(s->v);
+    s->n = kStop;
+    s->v = 0;
+  }
+
+  uint64_t NewList() {
+    if (!free_.empty()) {
+      const uint64_t l = free_.back();
+      free_.pop_back();
+      return l;
+    }
+    lists_.emplace_back();
+    return lists_.size() - 1;
+  }
+  void FreeList(uint64_t l) {
+    std::vector<DocId>().swap(lists_[l]);
+    free_.push_back(l);
+  }
+
+  void Erase(size_t i) {
+    // Backward shift: move later members of the probe run into the hole.
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask_; slots_[j].n != 0; j = (j + 1) & mask_) {
+      const size_t home = Home(slots_[j].key);
+      // j may move to hole iff its home is not cyclically within (hole, j].
+      const bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+      if (!stays) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = Slot{};
+    --used_;
+  }
+
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.n == 0) continue;
+      size_t i = Home(s.key);
+      while (slots_[i].n != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t used_ = 0;
+  std::vector<std::vector<DocId>> lists_;
+  std::vector<uint64_t> free_;
+};
+
+// ---- signatures ----------------------------------------------------------------
+
 DocSignature MakeSignature(const TextAnalysis& analysis) {
   DocSignature sig{analysis.content_hash, analysis.fingerprint, analysis.has_features()};
   sig.num_chars = static_cast<uint32_t>(std::min<size_t>(analysis.num_chars, UINT32_MAX));
@@ -28,20 +180,36 @@ Status ValidateRecheck(const RecheckOptions& r) {
   }
   if (r.short_max_chars < 0) return bad("short_max_chars must be >= 0");
   if (r.sketch_max_chars < 0) return bad("sketch_max_chars must be >= 0");
+  if (r.anchors < 0 || r.anchors > static_cast<int>(kAnchorCount)) {
+    return bad("anchors must be in [0, " + std::to_string(kAnchorCount) + "]");
+  }
+  if (r.anchor_max_postings < 0) return bad("anchor_max_postings must be >= 0");
   if (!(r.min_similarity >= 0 && r.min_similarity <= 1)) return bad("min_similarity must be in [0, 1]");
-  if (!(r.min_containment >= 0)) return bad("min_containment must be >= 0");
-  if (r.containment_min_shingles < 0) return bad("containment_min_shingles must be >= 0");
+  if (!(r.min_similarity_small >= 0 && r.min_similarity_small <= 1)) {
+    return bad("min_similarity_small must be in [0, 1]");
+  }
+  if (r.small_text_shingles < 0) return bad("small_text_shingles must be >= 0");
   return Status::OK();
 }
 
 int LargestRadius(const NearDupOptions& o) { return o.recheck.enabled ? std::max(o.k, o.recheck.short_k) : o.k; }
 
+// Record layout in the sketch arena.
+// [num_chars, num_shingles, fp low, fp high, n, a, mins[n], anchors[a]]: a is
+// the number of anchors the document was added under (for Remove).
+constexpr size_t kRecChars = 0, kRecShingles = 1, kRecFpLo = 2, kRecFpHi = 3, kRecCount = 4, kRecAnchors = 5,
+                 kRecHeader = 6;
+
+size_t RecordSize(const uint32_t* rec) { return kRecHeader + rec[kRecCount] + rec[kRecAnchors]; }
+
 }  // namespace
 
+// ---- NearDupSet -------------------------------------------------------------------
+
 Status NearDupSet::ValidateOptions(const NearDupOptions& o) {
-  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
   if (o.k < 0 || o.k > kMaxSupportedK) {
-    return bad("k must be in [0, " + std::to_string(kMaxSupportedK) + "], got " + std::to_string(o.k));
+    return Status::InvalidArgument("k must be in [0, " + std::to_string(kMaxSupportedK) + "], got " +
+                                   std::to_string(o.k));
   }
   return ValidateRecheck(o.recheck);
 }
@@ -56,9 +224,11 @@ Result<std::unique_ptr<NearDupSet>> NearDupSet::Create(const NearDupOptions& opt
 }
 
 NearDupSet::NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index)
-    : options_(options), index_(std::move(index)) {
+    : options_(options), index_(std::move(index)), anchors_(std::make_unique<AnchorTable>()) {
   options_.index.expected_k = LargestRadius(options_);
 }
+
+NearDupSet::~NearDupSet() = default;
 
 std::optional<DocId> NearDupSet::ExactMatch(uint64_t content_hash) const {
   auto [begin, end] = by_hash_.equal_range(content_hash);
@@ -76,34 +246,34 @@ int NearDupSet::SearchRadius(const DocSignature& doc) const {
   return options_.k;
 }
 
-bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, DuplicateMatch* match) const {
+const uint32_t* NearDupSet::SketchRecord(DocId id) const {
+  auto it = sketch_slot_.find(id);
+  return it == sketch_slot_.end() ? nullptr : &sketch_arena_[it->second];
+}
+
+bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec,
+                        DuplicateMatch* match) const {
   match->id = candidate.id;
   match->distance = candidate.distance;
-  const uint32_t* rec = nullptr;
-  if (doc.has_sketch()) {
-    if (auto it = sketch_slot_.find(candidate.id); it != sketch_slot_.end()) rec = &sketch_arena_[it->second];
-  }
-  if (rec == nullptr) {
+  if (rec == nullptr || !doc.has_sketch()) {
     // No sketch on one side: the fingerprint distance decides.
     match->similarity = SimilarityFromDistance(candidate.distance);
     match->rechecked = false;
     return candidate.distance <= options_.k;
   }
-  // Views the stored record as a sketch without copying: EstimateSimilarity
-  // needs only the counts and the values.
-  thread_local ShingleSketch kept;
-  kept.num_shingles = rec[1];
-  kept.mins.assign(rec + 3, rec + 3 + rec[2]);
-  const SimilarityEstimate e = EstimateSimilarity(doc.sketch, kept);
+  const uint32_t kept_shingles = rec[kRecShingles];
+  const SimilarityEstimate e = EstimateSimilarity(doc.sketch.mins.data(), doc.sketch.mins.size(),
+                                                  doc.sketch.num_shingles, rec + kRecHeader, rec[kRecCount],
+                                                  kept_shingles);
   match->similarity = e.jaccard;
   match->rechecked = true;
   const RecheckOptions& r = options_.recheck;
   if (!r.enabled) return candidate.distance <= options_.k;
-  const uint32_t kept_chars = rec[0];
-  if (!IsShort(doc.num_chars) && !IsShort(kept_chars)) return candidate.distance <= options_.k;
-  if (e.jaccard >= r.min_similarity) return true;
-  const uint32_t smaller = std::min(doc.sketch.num_shingles, kept.num_shingles);
-  return e.containment >= r.min_containment && smaller >= static_cast<uint32_t>(r.containment_min_shingles);
+  if (!IsShort(doc.num_chars) && !IsShort(rec[kRecChars]) && candidate.distance <= options_.k) return true;
+  const uint32_t smaller = std::min(doc.sketch.num_shingles, kept_shingles);
+  const double min_j =
+      smaller < static_cast<uint32_t>(r.small_text_shingles) ? r.min_similarity_small : r.min_similarity;
+  return e.jaccard >= min_j;
 }
 
 Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
@@ -127,16 +297,51 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   if (!doc.has_features) return Status::OK();
   thread_local std::vector<Match> candidates;
   NEARDUP_RETURN_IF_ERROR(index_->Search(doc.fingerprint, SearchRadius(doc), &candidates));
+  const RecheckOptions& r = options_.recheck;
+  // (candidate, its sketch record or null), ordered by distance, then id.
+  thread_local std::vector<std::pair<Match, const uint32_t*>> checked;
+  checked.clear();
+  const bool sketches = doc.has_sketch() && !sketch_slot_.empty();
+  for (const Match& c : candidates) checked.emplace_back(c, sketches ? SketchRecord(c.id) : nullptr);
+  if (r.enabled && r.anchors > 0 && sketches) {
+    // Kept documents sharing an anchor, not already found by fingerprint.
+    thread_local std::vector<DocId> ids;
+    ids.clear();
+    int probed = 0;
+    for (uint32_t a : doc.sketch.anchors) {
+      if (probed == r.anchors) break;
+      if (anchors_->Collect(a, &ids)) ++probed;  // false: a stop key
+    }
+    if (!ids.empty()) {
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      const size_t found = checked.size();
+      for (DocId id : ids) {
+        bool listed = false;
+        for (size_t i = 0; i < found && !listed; ++i) listed = checked[i].first.id == id;
+        if (listed) continue;
+        const uint32_t* rec = SketchRecord(id);
+        if (rec == nullptr) continue;
+        const uint64_t fp = rec[kRecFpLo] | (uint64_t{rec[kRecFpHi]} << 32);
+        checked.emplace_back(Match{id, fp, HammingDistance(fp, doc.fingerprint)}, rec);
+      }
+      if (checked.size() > found) {
+        std::sort(checked.begin(), checked.end(), [](const auto& a, const auto& b) {
+          return a.first.distance != b.first.distance ? a.first.distance < b.first.distance : a.first.id < b.first.id;
+        });
+      }
+    }
+  }
   const size_t first_near = all ? all->size() : 0;
   std::optional<DuplicateMatch> best_near;
-  for (const Match& c : candidates) {
+  for (const auto& [c, rec] : checked) {
     if (best->has_value() && (*best)->id == c.id) continue;  // the exact match, already listed
     DuplicateMatch m;
-    if (!Accept(doc, c, &m)) continue;
+    if (!Accept(doc, c, rec, &m)) continue;
     for (auto [it, end] = by_hash_.equal_range(doc.content_hash); it != end; ++it) m.exact |= it->second == c.id;
     if (m.exact) m.similarity = 1.0;
     if (all) all->push_back(m);
-    if (options_.recheck.enabled) {
+    if (r.enabled) {
       // Most similar first, then nearest, then smallest id (candidates come
       // ordered by distance, then id).
       if (!best_near || m.similarity > best_near->similarity) best_near = m;
@@ -145,12 +350,17 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
       if (!all) break;
     }
   }
-  if (all && options_.recheck.enabled) {
+  if (all && r.enabled) {
     std::stable_sort(all->begin() + static_cast<std::ptrdiff_t>(first_near), all->end(),
                      [](const DuplicateMatch& a, const DuplicateMatch& b) { return a.similarity > b.similarity; });
   }
   if (!best->has_value()) *best = best_near;
   return Status::OK();
+}
+
+bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
+  return doc.has_features && doc.has_sketch() &&
+         doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
 }
 
 Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
@@ -164,15 +374,32 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   }
   by_hash_.emplace(doc.content_hash, id);
   ++size_;
-  if (doc.has_features && doc.has_sketch() && doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars)) {
-    const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
-    sketch_slot_[id] = sketch_arena_.size();
-    sketch_arena_.push_back(doc.num_chars);
-    sketch_arena_.push_back(doc.sketch.num_shingles);
-    sketch_arena_.push_back(static_cast<uint32_t>(n));
-    sketch_arena_.insert(sketch_arena_.end(), doc.sketch.mins.begin(),
-                         doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n));
+  if (!KeepsSketch(doc)) return Status::OK();
+  const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
+  const size_t offset = sketch_arena_.size();
+  sketch_slot_[id] = offset;
+  sketch_arena_.push_back(doc.num_chars);
+  sketch_arena_.push_back(doc.sketch.num_shingles);
+  sketch_arena_.push_back(static_cast<uint32_t>(doc.fingerprint));
+  sketch_arena_.push_back(static_cast<uint32_t>(doc.fingerprint >> 32));
+  sketch_arena_.push_back(static_cast<uint32_t>(n));
+  sketch_arena_.push_back(0);  // anchors, below
+  sketch_arena_.insert(sketch_arena_.end(), doc.sketch.mins.begin(),
+                       doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n));
+  // Anchors are indexed whatever the current policy says, so that a later
+  // SetPolicy() can turn them on: the first `anchors` non-stop ones (at
+  // least the default number).
+  const int m = std::max(options_.recheck.anchors, RecheckOptions{}.anchors);
+  const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
+  uint32_t added = 0;
+  for (uint32_t a : doc.sketch.anchors) {
+    if (added == static_cast<uint32_t>(m)) break;
+    if (anchors_->IsStop(a)) continue;
+    anchors_->Add(a, id, cap);
+    sketch_arena_.push_back(a);
+    ++added;
   }
+  sketch_arena_[offset + kRecAnchors] = added;
   return Status::OK();
 }
 
@@ -188,7 +415,10 @@ bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
   if (!found) return false;
   if (doc.has_features) index_->Remove(id);
   if (auto it = sketch_slot_.find(id); it != sketch_slot_.end()) {
-    sketch_garbage_ += 3 + sketch_arena_[it->second + 2];
+    const uint32_t* rec = &sketch_arena_[it->second];
+    const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
+    for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) anchors_->Remove(anchors[i], id);
+    sketch_garbage_ += RecordSize(rec);
     sketch_slot_.erase(it);
     if (sketch_garbage_ > 4096 && sketch_garbage_ * 2 > sketch_arena_.size()) CompactSketches();
   }
@@ -201,7 +431,7 @@ void NearDupSet::CompactSketches() {
   arena.reserve(sketch_arena_.size() - sketch_garbage_);
   for (auto& [id, offset] : sketch_slot_) {
     const uint32_t* rec = &sketch_arena_[offset];
-    const size_t len = 3 + rec[2];
+    const size_t len = RecordSize(rec);
     offset = arena.size();
     arena.insert(arena.end(), rec, rec + len);
   }
@@ -233,7 +463,7 @@ size_t NearDupSet::MemoryBytes() const {
   // unordered_multimap / unordered_map: a node (key, value, next pointer,
   // cached hash) per entry plus one bucket pointer.
   return index_->MemoryBytes() + by_hash_.size() * 32 + by_hash_.bucket_count() * 8 + sketch_slot_.size() * 32 +
-         sketch_slot_.bucket_count() * 8 + sketch_arena_.capacity() * sizeof(uint32_t);
+         sketch_slot_.bucket_count() * 8 + sketch_arena_.capacity() * sizeof(uint32_t) + anchors_->MemoryBytes();
 }
 
 }  // namespace neardup

@@ -294,13 +294,18 @@ void AddRecheckFlags(CLI::App* cmd, bool* enabled, RecheckOptions* o) {
                   "Re-check: duplicate when the estimated Jaccard similarity of the character shingles "
                   "is at least this")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--min-containment", o->min_containment,
-                  "Re-check: ... or when the smaller text is contained in the other at least this much "
-                  "(> 1 disables)")
-      ->check(CLI::Range(0.0, 2.0));
-  cmd->add_option("--containment-min-shingles", o->containment_min_shingles,
-                  "Re-check: containment counts only when the smaller text has at least this many shingles")
+  cmd->add_option("--min-similarity-small", o->min_similarity_small,
+                  "Re-check: the threshold instead when the smaller text has fewer than "
+                  "--small-text-shingles shingles")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--small-text-shingles", o->small_text_shingles, "See --min-similarity-small")
       ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--anchors", o->anchors,
+                  "Anchor keys probed per document for candidates the fingerprint misses (0 = none)")
+      ->check(CLI::Range(0, static_cast<int>(kAnchorCount)));
+  cmd->add_option("--anchor-max-postings", o->anchor_max_postings,
+                  "An anchor shared by more kept documents than this becomes a stop key")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--sketch-max-chars", o->sketch_max_chars,
                   "Kept texts up to this many characters keep their re-check sketch in memory")
       ->check(CLI::Range(0, 1 << 30));

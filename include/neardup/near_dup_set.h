@@ -9,19 +9,21 @@
 //     similarity = 1). Texts without features are matched this way only,
 //     never by fingerprint.
 //  2. Candidates: the kept documents within Hamming distance r of its
-//     fingerprint, where r = max(k, short_k) for a short query (normalized text of at
-//     most short_max_chars code points) and r = k otherwise.
-//  3. Re-check (Accept()): a candidate pair where either text is short is a
-//     duplicate iff the estimated Jaccard similarity of their character
-//     shingles (similarity.h) is at least min_similarity, or their
-//     containment is at least min_containment and the smaller text has at
-//     least containment_min_shingles shingles. Any other pair (both long, or a
-//     sketch missing on either side, e.g. a document stored before sketches
-//     existed) is a duplicate iff its distance is at most k.
+//     fingerprint, where r = max(k, short_k) for a short query (normalized
+//     text of at most short_max_chars code points) and r = k otherwise; and
+//     the kept documents that share one of its anchors (similarity.h).
+//  3. Re-check (Accept()): a candidate pair of two long texts within k is a
+//     duplicate. Any other pair is a duplicate iff the estimated Jaccard
+//     similarity of their character shingles is at least min_similarity
+//     (min_similarity_small when the smaller text has fewer than
+//     small_text_shingles shingles). A pair with a
+//     sketch missing on either side (a signature made without text, a
+//     document stored before sketches existed, or a kept text longer than
+//     sketch_max_chars) is a duplicate iff its distance is at most k.
 //  4. The best of the accepted candidates is the most similar one (then the
 //     nearest, then the smallest id).
-// With recheck.enabled = false the rule is the plain one: every candidate within k
-// is a duplicate, nearest first, then smallest id.
+// With recheck.enabled = false the rule is the plain one: every fingerprint
+// candidate within k is a duplicate, nearest first, then smallest id.
 //
 // Ids are chosen by the caller (the batch job uses input sequence numbers;
 // the service its internal document numbers) and must be unique.
@@ -69,28 +71,34 @@ DocSignature MakeSignature(const TextAnalysis& analysis);
 // namespace: every field but sketch_max_chars may be changed later with
 // NearDupSet::SetPolicy().
 struct RecheckOptions {
-  // Off: the plain rule (every candidate within k is a duplicate).
+  // Off: the plain rule (every fingerprint candidate within k is a
+  // duplicate; no anchors, no re-check).
   bool enabled = true;
   // A text is short when its normalized text has at most this many code
-  // points; pairs involving a short text are re-checked.
+  // points. A pair involving a short text is always re-checked.
   int short_max_chars = 200;
-  // Search radius for short texts, 0..kMaxSupportedK (at least k is used).
+  // Fingerprint search radius for short texts, 0..kMaxSupportedK (at least k
+  // is used).
   int short_k = 8;
+  // Anchor keys per document (0..kAnchorCount; 0 = fingerprint candidates
+  // only): candidates are also the kept documents sharing one of the
+  // document's first `anchors` anchors (similarity.h) that are not stop keys.
+  int anchors = 8;
+  // An anchor under which more than this many kept documents were added
+  // becomes a stop key: too common to point at near-duplicates. Bounds the
+  // candidates per query by anchors * anchor_max_postings.
+  int anchor_max_postings = 16;
   // A re-checked pair is a duplicate when the estimated Jaccard similarity of
-  // its shingle sets is at least this ...
+  // its shingle sets is at least min_similarity, or min_similarity_small
+  // when the smaller text has fewer than small_text_shingles shingles (an
+  // edit changes 2-4 shingles, a large share of a tiny text's).
   double min_similarity = 0.5;
-  // ... or when the smaller text is contained in the other at least this much
-  // (|A∩B| / min(|A|,|B|)) and has at least containment_min_shingles
-  // shingles (a repost that adds a comment or drops a sentence). > 1 disables.
-  double min_containment = 0.8;
-  int containment_min_shingles = 24;
+  double min_similarity_small = 0.35;
+  int small_text_shingles = 40;
   // Kept documents whose normalized text has at most this many code points
-  // keep their sketch in memory (at most 268 bytes + a hash-map entry) so
-  // that short queries can re-check them. A pair whose longer text exceeds
-  // short_max_chars / min_similarity cannot reach min_similarity, so
-  // 2 * short_max_chars loses (almost) nothing at the defaults. Fixed at
-  // NearDupSet::Create().
-  int sketch_max_chars = 400;
+  // keep their sketch (and anchors) in memory; the others are matched by
+  // fingerprint distance <= k only. Fixed at NearDupSet::Create().
+  int sketch_max_chars = 1 << 30;
 };
 
 struct NearDupOptions {
@@ -132,6 +140,7 @@ class NearDupSet {
 
   NearDupSet(const NearDupSet&) = delete;
   NearDupSet& operator=(const NearDupSet&) = delete;
+  ~NearDupSet();
 
   // The kept document `doc` duplicates, or nullopt. When `all` is given it
   // receives every accepted match, best first (best == (*all)[0]).
@@ -140,7 +149,8 @@ class NearDupSet {
 
   // Adds a kept document. kAlreadyExists if `id` is present.
   Status Insert(DocId id, const DocSignature& doc);
-  // Removes a kept document (its signature as inserted). False if absent.
+  // Removes a kept document (its content_hash, fingerprint and has_features
+  // as inserted; the sketch is not needed). False if absent.
   bool Remove(DocId id, const DocSignature& doc);
 
   // Changes the radius of later searches (0..kMaxSupportedK); the index
@@ -156,7 +166,7 @@ class NearDupSet {
   size_t size() const { return size_; }
   // Kept documents whose sketch is held for re-checks.
   size_t sketches() const { return sketch_slot_.size(); }
-  // Index, exact-match table and kept sketches.
+  // Index, exact-match table, kept sketches and anchor table.
   size_t MemoryBytes() const;
   const NearDupOptions& options() const { return options_; }
   const HammingIndex& index() const { return *index_; }
@@ -165,12 +175,15 @@ class NearDupSet {
   NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index);
   // Whether a fingerprint candidate is a real duplicate (re-check stage);
   // fills the match's similarity.
-  bool Accept(const DocSignature& doc, const Match& candidate, DuplicateMatch* match) const;
+  // `rec` is the candidate's sketch record (null: none kept).
+  bool Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec, DuplicateMatch* match) const;
+  const uint32_t* SketchRecord(DocId id) const;
   std::optional<DocId> ExactMatch(uint64_t content_hash) const;
   bool IsShort(uint32_t num_chars) const {
     return num_chars <= static_cast<uint32_t>(options_.recheck.short_max_chars);
   }
   int SearchRadius(const DocSignature& doc) const;
+  bool KeepsSketch(const DocSignature& doc) const;
   void CompactSketches();
 
   NearDupOptions options_;
@@ -178,11 +191,14 @@ class NearDupSet {
   // content_hash -> kept ids with that normalized text (usually one).
   std::unordered_multimap<uint64_t, DocId> by_hash_;
   size_t size_ = 0;
-  // Kept sketches: id -> offset of a record in sketch_arena_:
-  // [num_chars, num_shingles, n, mins[0..n)] (n = mins.size()).
+  // Kept sketches: id -> offset of a record in sketch_arena_ (the counts,
+  // the fingerprint, the sketch values and the anchors it was added under).
   std::unordered_map<DocId, uint64_t> sketch_slot_;
   std::vector<uint32_t> sketch_arena_;
   size_t sketch_garbage_ = 0;  // words of removed records
+  // Anchor -> kept documents (see RecheckOptions::anchors).
+  class AnchorTable;
+  std::unique_ptr<AnchorTable> anchors_;
 };
 
 }  // namespace neardup

@@ -1,0 +1,313 @@
+#include "neardup/similarity.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "neardup/near_dup_set.h"
+
+namespace neardup {
+namespace {
+
+// Decodes UTF-8 (ill-formed bytes become U+FFFD; the normalized text is
+// always well-formed, so this is only a guard).
+void DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
+  out->clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      out->push_back(c);
+      ++i;
+      continue;
+    }
+    int len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2, cp = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    }
+    bool ok = len > 0 && i + static_cast<size_t>(len) <= n;
+    for (int k = 1; ok && k < len; ++k) {
+      const unsigned cc = p[i + static_cast<size_t>(k)];
+      if ((cc & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
+    if (ok) {
+      out->push_back(cp);
+      i += static_cast<size_t>(len);
+    } else {
+      out->push_back(0xFFFD);
+      ++i;
+    }
+  }
+}
+
+constexpr uint64_t kSimilaritySeed = 0;
+constexpr uint64_t kAnchorSeed = 0x100;
+
+// Step 4: fold the code points into 64 bits, mix, keep the upper half.
+inline uint32_t ShingleHash(const uint32_t* cps, size_t n, uint64_t seed) {
+  uint64_t h = seed + n;
+  for (size_t i = 0; i < n; ++i) h = h * 0x9E3779B97F4A7C15ULL + cps[i];
+  return static_cast<uint32_t>(Mix64(h) >> 32);
+}
+
+// |A ∩ B| for strictly ascending arrays. Four-by-four block compares
+// (Lemire et al., "SIMD compression and the intersection of sorted
+// integers", 2016) with SSE2, then a scalar tail.
+size_t IntersectionSize(const uint32_t* a, size_t na, const uint32_t* b, size_t nb) {
+  size_t i = 0, j = 0, count = 0;
+#if defined(__SSE2__)
+  while (i + 4 <= na && j + 4 <= nb) {
+    const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j));
+    const __m128i c0 = _mm_cmpeq_epi32(va, vb);
+    const __m128i c1 = _mm_cmpeq_epi32(va, _mm_shuffle_epi32(vb, _MM_SHUFFLE(0, 3, 2, 1)));
+    const __m128i c2 = _mm_cmpeq_epi32(va, _mm_shuffle_epi32(vb, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m128i c3 = _mm_cmpeq_epi32(va, _mm_shuffle_epi32(vb, _MM_SHUFFLE(2, 1, 0, 3)));
+    const __m128i any = _mm_or_si128(_mm_or_si128(c0, c1), _mm_or_si128(c2, c3));
+    count += static_cast<size_t>(std::popcount(static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(any)))));
+    const uint32_t amax = a[i + 3], bmax = b[j + 3];
+    i += amax <= bmax ? 4 : 0;
+    j += bmax <= amax ? 4 : 0;
+  }
+#endif
+  while (i < na && j < nb) {
+    const uint32_t x = a[i], y = b[j];
+    count += x == y;
+    i += x <= y;
+    j += y <= x;
+  }
+  return count;
+}
+
+void PutU32(std::string* out, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+  out->append(b, 4);
+}
+
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+bool IsCjkCodePoint(uint32_t cp) {
+  if (cp < 0x1100) return false;
+  return (cp <= 0x11FF) ||                      // Hangul Jamo
+         (cp >= 0x2E80 && cp <= 0xA4CF) ||      // CJK radicals .. Kana, Bopomofo, ideographs, Yi
+         (cp >= 0xA960 && cp <= 0xA97F) ||      // Hangul Jamo Extended-A
+         (cp >= 0xAC00 && cp <= 0xD7FF) ||      // Hangul syllables, Jamo Extended-B
+         (cp >= 0xF900 && cp <= 0xFAFF) ||      // CJK compatibility ideographs
+         (cp >= 0xFF65 && cp <= 0xFFDC) ||      // half-width Kana and Hangul
+         (cp >= 0x20000 && cp <= 0x3FFFF);      // supplementary ideographs
+}
+
+namespace {
+
+// Hashes of the shingles of `seq`: n = cjk_n at a CJK code point, other_n
+// elsewhere; a sequence too short for its first shingle is one shingle.
+void ShingleHashes(const std::vector<uint32_t>& seq, size_t cjk_n, size_t other_n, uint64_t seed,
+                   std::vector<uint32_t>* hashes) {
+  hashes->clear();
+  const size_t n = seq.size();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t len = IsCjkCodePoint(seq[i]) ? cjk_n : other_n;
+    if (i + len > n) continue;
+    hashes->push_back(ShingleHash(seq.data() + i, len, seed));
+  }
+  if (hashes->empty() && n > 0) hashes->push_back(ShingleHash(seq.data(), n, seed));
+}
+
+// Sorts, removes repeats; returns the number of distinct values.
+size_t SortDistinct(std::vector<uint32_t>* v) {
+  std::sort(v->begin(), v->end());
+  const size_t distinct = static_cast<size_t>(std::unique(v->begin(), v->end()) - v->begin());
+  v->resize(distinct);
+  return distinct;
+}
+
+// Number of distinct values (a small open-addressing set; cheaper than
+// sorting a long text's hashes).
+size_t CountDistinct(const std::vector<uint32_t>& v) {
+  thread_local std::vector<uint32_t> table;
+  thread_local std::vector<uint8_t> used;
+  size_t cap = 64;
+  while (cap < 2 * v.size()) cap *= 2;
+  table.assign(cap, 0);
+  used.assign(cap, 0);
+  const size_t mask = cap - 1;
+  size_t distinct = 0;
+  for (uint32_t x : v) {
+    size_t i = static_cast<size_t>(Mix64(x)) & mask;
+    while (used[i] && table[i] != x) i = (i + 1) & mask;
+    if (!used[i]) {
+      used[i] = 1;
+      table[i] = x;
+      ++distinct;
+    }
+  }
+  return distinct;
+}
+
+// *out = the `keep` smallest distinct values of v, ascending (all of them if
+// fewer). Values are uniform hashes, so the smallest lie below about
+// 2^32 * keep / n: filter below twice that, sort the few survivors, and
+// widen the filter in the rare case that leaves too few.
+void SmallestDistinct(const std::vector<uint32_t>& v, size_t keep, std::vector<uint32_t>* out) {
+  const size_t n = v.size();
+  // Expected survivors: keep + keep / 4 + 8 (too few distinct ones in about
+  // 1% of texts: then the filter widens).
+  const uint64_t expect = keep + keep / 4 + 8;
+  if (n <= expect) {
+    out->assign(v.begin(), v.end());
+    SortDistinct(out);
+  } else {
+    uint64_t limit = (expect << 32) / n;
+    for (;;) {
+      out->resize(n);
+      uint32_t* o = out->data();
+      size_t m = 0;
+      for (uint32_t x : v) {
+        o[m] = x;
+        m += x < limit;
+      }
+      out->resize(m);
+      if (SortDistinct(out) >= keep || limit > UINT32_MAX) break;
+      limit *= 4;
+    }
+  }
+  if (out->size() > keep) out->resize(keep);
+}
+
+}  // namespace
+
+void ComputeSketch(std::string_view normalized, ShingleSketch* out) {
+  thread_local std::vector<uint32_t> cps;
+  thread_local std::vector<uint32_t> seq;
+  thread_local std::vector<uint32_t> hashes;
+  DecodeUtf8(normalized, &cps);
+  // Step 2: drop spaces next to CJK.
+  seq.clear();
+  const size_t n0 = cps.size();
+  for (size_t i = 0; i < n0; ++i) {
+    const uint32_t c = cps[i];
+    if (c == ' ' && ((i > 0 && IsCjkCodePoint(cps[i - 1])) || (i + 1 < n0 && IsCjkCodePoint(cps[i + 1])))) {
+      continue;
+    }
+    seq.push_back(c);
+  }
+  // Steps 3-5: the similarity shingles and their bottom-k.
+  ShingleHashes(seq, 2, 4, kSimilaritySeed, &hashes);
+  SmallestDistinct(hashes, kSketchSize, &out->mins);
+  const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(hashes);
+  out->num_shingles = static_cast<uint32_t>(std::min<size_t>(distinct, UINT32_MAX));
+  // Step 6: the anchor shingles.
+  ShingleHashes(seq, 3, 6, kAnchorSeed, &hashes);
+  SmallestDistinct(hashes, kAnchorCount, &out->anchors);
+}
+
+ShingleSketch ComputeSketch(std::string_view normalized) {
+  ShingleSketch s;
+  ComputeSketch(normalized, &s);
+  return s;
+}
+
+SimilarityEstimate EstimateSimilarity(const uint32_t* pa, size_t na, uint32_t sa, const uint32_t* pb, size_t nb,
+                                      uint32_t sb) {
+  SimilarityEstimate e;
+  if (sa == 0 || sb == 0 || na == 0 || nb == 0) return e;
+  const bool a_complete = sa <= kSketchSize, b_complete = sb <= kSketchSize;
+  e.exact = a_complete && b_complete;
+  // Below tau = the smaller of the incomplete sketches' last values, both
+  // sketches hold every value of their sets: those values are a uniform
+  // sample of A ∪ B in which membership in A and in B is known exactly.
+  uint32_t tau = UINT32_MAX;
+  if (!a_complete) tau = std::min(tau, pa[na - 1]);
+  if (!b_complete) tau = std::min(tau, pb[nb - 1]);
+  const size_t ma = static_cast<size_t>(std::upper_bound(pa, pa + na, tau) - pa);
+  const size_t mb = static_cast<size_t>(std::upper_bound(pb, pb + nb, tau) - pb);
+  const size_t both = IntersectionSize(pa, ma, pb, mb);
+  const size_t sample = ma + mb - both;
+  e.jaccard = sample ? static_cast<double>(both) / static_cast<double>(sample) : 0.0;
+  // Containment of the smaller set in the larger, from the same sample.
+  const size_t small_sample = sa <= sb ? ma : mb;
+  e.containment = small_sample ? static_cast<double>(both) / static_cast<double>(small_sample) : 0.0;
+  e.containment_sample = static_cast<uint32_t>(small_sample);
+  return e;
+}
+
+SimilarityEstimate EstimateSimilarity(const ShingleSketch& a, const ShingleSketch& b) {
+  return EstimateSimilarity(a.mins.data(), a.mins.size(), a.num_shingles, b.mins.data(), b.mins.size(),
+                            b.num_shingles);
+}
+
+std::string EncodeSignatureExtra(const DocSignature& sig) {
+  std::string out;
+  if (sig.sketch.empty()) return out;
+  const size_t n = std::min(sig.sketch.mins.size(), kSketchSize);
+  const size_t a = std::min(sig.sketch.anchors.size(), kAnchorCount);
+  out.reserve(11 + 4 * (n + a));
+  out.push_back(static_cast<char>(kSketchVersion));
+  PutU32(&out, sig.num_chars);
+  PutU32(&out, sig.sketch.num_shingles);
+  out.push_back(static_cast<char>(n));
+  for (size_t i = 0; i < n; ++i) PutU32(&out, sig.sketch.mins[i]);
+  out.push_back(static_cast<char>(a));
+  for (size_t i = 0; i < a; ++i) PutU32(&out, sig.sketch.anchors[i]);
+  return out;
+}
+
+Status DecodeSignatureExtra(std::string_view bytes, DocSignature* sig) {
+  if (bytes.empty()) {
+    sig->num_chars = 0;
+    sig->sketch = ShingleSketch{};
+    return Status::OK();
+  }
+  const auto version = static_cast<unsigned char>(bytes[0]);
+  if (version != kSketchVersion) {
+    return Status::NotSupported("signature extra: unknown sketch version " + std::to_string(version));
+  }
+  if (bytes.size() < 10) return Status::Corruption("signature extra: truncated header");
+  const uint32_t num_chars = GetU32(bytes.data() + 1);
+  const uint32_t num_shingles = GetU32(bytes.data() + 5);
+  const size_t n = static_cast<unsigned char>(bytes[9]);
+  if (num_shingles == 0 || n != std::min<size_t>(num_shingles, kSketchSize)) {
+    return Status::Corruption("signature extra: bad sketch size");
+  }
+  if (bytes.size() < 11 + 4 * n) return Status::Corruption("signature extra: truncated sketch");
+  const size_t a = static_cast<unsigned char>(bytes[10 + 4 * n]);
+  if (a == 0 || a > kAnchorCount) return Status::Corruption("signature extra: bad anchor count");
+  if (bytes.size() != 11 + 4 * (n + a)) return Status::Corruption("signature extra: bad length");
+  auto read_ascending = [&](size_t offset, size_t count, std::vector<uint32_t>* out) {
+    out->resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      (*out)[i] = GetU32(bytes.data() + offset + 4 * i);
+      if (i > 0 && (*out)[i] <= (*out)[i - 1]) return false;
+    }
+    return true;
+  };
+  ShingleSketch sketch;
+  sketch.num_shingles = num_shingles;
+  if (!read_ascending(10, n, &sketch.mins) || !read_ascending(11 + 4 * n, a, &sketch.anchors)) {
+    return Status::Corruption("signature extra: values not strictly ascending");
+  }
+  sig->num_chars = num_chars;
+  sig->sketch = std::move(sketch);
+  return Status::OK();
+}
+
+}  // namespace neardup

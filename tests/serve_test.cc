@@ -1,0 +1,424 @@
+// End-to-end tests of `neardup serve` (NEARDUP_CLI_PATH): the real binary on
+// 127.0.0.1 with a kernel-chosen port (--listen 127.0.0.1:0; the port is read
+// from the start line), spoken to with httplib::Client.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_server.h"  // httplib with the ABI macros of Debian's build
+
+namespace {
+
+using json = nlohmann::json;
+const std::string kCli = NEARDUP_CLI_PATH;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A running `neardup serve`.
+class ServeProcess {
+ public:
+  ~ServeProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    if (out_fd_ >= 0) ::close(out_fd_);
+  }
+
+  // Starts `neardup serve ARGS` and waits (at most 30 s) for the start line.
+  bool Start(const std::vector<std::string>& args, const std::string& stderr_path) {
+    // Everything the child needs is prepared before fork(): between fork and
+    // exec it only makes async-signal-safe calls.
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(kCli.c_str()));
+    static const char* kServe = "serve";
+    argv.push_back(const_cast<char*>(kServe));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int fds[2];
+    if (::pipe(fds) != 0) return false;
+    pid_ = ::fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err >= 0) ::dup2(err, STDERR_FILENO);
+      ::close(fds[0]);
+      ::execv(kCli.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out_fd_ = fds[0];
+    // Read the first line: "neardup: listening on 127.0.0.1:PORT, data in DIR".
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (line_.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[256];
+      const ssize_t n = ::read(out_fd_, buf, sizeof(buf));
+      if (n <= 0) break;  // exited
+      line_.append(buf, static_cast<size_t>(n));
+    }
+    const std::string prefix = "neardup: listening on 127.0.0.1:";
+    if (line_.rfind(prefix, 0) != 0) return false;
+    port_ = std::atoi(line_.c_str() + prefix.size());
+    return port_ > 0;
+  }
+
+  // Sends `sig` and waits (at most `seconds`) for the exit; the exit code, or
+  // -1 for a timeout or a death by signal.
+  int Signal(int sig, int seconds = 30) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    return Wait(seconds);
+  }
+
+  int Wait(int seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  int port() const { return port_; }
+  const std::string& line() const { return line_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int port_ = 0;
+  std::string line_;
+};
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/neardup_serve_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Starts the server on a free port with the test's data directory.
+  void Start(ServeProcess* p, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--data", Path("data"), "--listen", "127.0.0.1:0", "--threads", "4"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(p->Start(args, Path("stderr"))) << "start line: " << p->line() << "\nstderr: "
+                                                << ReadFile(Path("stderr"));
+    EXPECT_NE(p->line().find(", data in " + Path("data")), std::string::npos) << p->line();
+  }
+
+  // Runs `neardup serve ARGS` to completion (for usage errors); the exit code.
+  int RunToExit(const std::string& args) {
+    const std::string cmd = "'" + kCli + "' serve " + args + " </dev/null >'" + Path("run.out") + "' 2>'" +
+                            Path("run.err") + "'";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::string dir_;
+};
+
+json Parse(const httplib::Result& r) {
+  if (!r) return json();
+  json j = json::parse(r->body, nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+TEST_F(ServeTest, ServesStopsOnSigtermAndKeepsDataAcrossRestart) {
+  std::string fingerprint;
+  {
+    ServeProcess p;
+    Start(&p);
+    httplib::Client c("127.0.0.1", p.port());
+    c.set_read_timeout(30, 0);
+    auto health = c.Get("/healthz");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    EXPECT_EQ(Parse(health), json({{"status", "ok"}}));
+
+    auto put = c.Put("/v1/namespaces/news", R"({"k": 4, "retention_seconds": 0})", "application/json");
+    ASSERT_TRUE(put);
+    EXPECT_EQ(put->status, 201) << put->body;
+
+    auto a = c.Post("/v1/namespaces/news/check",
+                    R"({"id": "a1", "text": "The quick brown fox jumps over the lazy dog"})", "application/json");
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 200) << a->body;
+    EXPECT_EQ(Parse(a)["stored"], true);
+    fingerprint = Parse(a)["fingerprint"];
+
+    auto b = c.Post("/v1/namespaces/news/check",
+                    R"({"id": "a2", "text": "the quick brown fox jumps over the lazy dog!"})", "application/json");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(Parse(b)["duplicate"], true);
+
+    auto batch = c.Post("/v1/namespaces/news/batch?mode=check",
+                        R"({"documents": [{"id": "b1", "text": "Completely different words about databases"},
+                                          {"id": 7, "text": "Gardening tomatoes in a small greenhouse"}]})",
+                        "application/json");
+    ASSERT_TRUE(batch);
+    ASSERT_EQ(batch->status, 200) << batch->body;
+    EXPECT_EQ(Parse(batch)["results"][1]["id"], "7");
+
+    auto wrong = c.Get("/v1/namespaces/news/check");
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 405);
+    EXPECT_EQ(wrong->get_header_value("Allow"), "POST, OPTIONS");
+
+    auto metrics = c.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200);
+    EXPECT_NE(metrics->body.find("neardup_documents 3\n"), std::string::npos) << metrics->body;
+    EXPECT_NE(metrics->body.find("neardup_http_requests_total{route=\"/v1/namespaces/{ns}/check\",method=\"POST\","
+                                 "status=\"200\"} 2\n"),
+              std::string::npos)
+        << metrics->body;
+    EXPECT_NE(metrics->body.find("neardup_http_request_duration_seconds_bucket"), std::string::npos);
+
+    EXPECT_EQ(p.Signal(SIGTERM), 0) << ReadFile(Path("stderr"));
+    const std::string err = ReadFile(Path("stderr"));
+    EXPECT_NE(err.find("SIGTERM"), std::string::npos) << err;
+    EXPECT_NE(err.find("stopped"), std::string::npos) << err;
+  }
+  {
+    ServeProcess p;
+    Start(&p);
+    httplib::Client c("127.0.0.1", p.port());
+    c.set_read_timeout(30, 0);
+    auto ns = c.Get("/v1/namespaces/news");
+    ASSERT_TRUE(ns);
+    ASSERT_EQ(ns->status, 200) << ns->body;
+    EXPECT_EQ(Parse(ns)["stats"]["documents"], 3);
+    EXPECT_EQ(Parse(ns)["settings"]["k"], 4);
+    auto doc = c.Get("/v1/namespaces/news/documents/a1");
+    ASSERT_TRUE(doc);
+    ASSERT_EQ(doc->status, 200) << doc->body;
+    EXPECT_EQ(Parse(doc)["fingerprint"], fingerprint);
+    auto again = c.Post("/v1/namespaces/news/check",
+                        R"({"id": "a1", "text": "The quick brown fox jumps over the lazy dog"})", "application/json");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(Parse(again)["replay"], true);
+    auto dup = c.Post("/v1/namespaces/news/query",
+                      R"({"id": "x", "text": "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG"})", "application/json");
+    ASSERT_TRUE(dup);
+    EXPECT_EQ(Parse(dup)["matches"][0]["id"], "a1");
+    EXPECT_EQ(p.Signal(SIGINT), 0) << ReadFile(Path("stderr"));
+  }
+}
+
+TEST_F(ServeTest, BodyOverTheLimitIs413Json) {
+  ServeProcess p;
+  Start(&p, {"--max-body-bytes", "1000"});
+  httplib::Client c("127.0.0.1", p.port());
+  c.set_read_timeout(30, 0);
+  const std::string big = json({{"id", "big"}, {"text", std::string(5000, 'x')}}).dump();
+  auto r = c.Post("/v1/namespaces/news/check", big, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(Parse(r)["error"]["code"], "resource_exhausted") << r->body;
+
+  // A chunked body has no Content-Length; the limit holds while reading it.
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(p.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    std::string req =
+        "POST /v1/namespaces/news/check HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+        "Content-Type: application/json\r\n\r\n";
+    for (int i = 0; i < 4; ++i) req += "3e8\r\n" + std::string(1000, 'x') + "\r\n";
+    req += "0\r\n\r\n";
+    ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    std::string answer;
+    for (int i = 0; i < 100 && answer.find("}}") == std::string::npos; ++i) {
+      pollfd pfd{fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 100) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      answer.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+    EXPECT_NE(answer.find("\"resource_exhausted\""), std::string::npos) << answer;
+  }
+
+  // The server is still fine, and the body just under the limit is answered.
+  auto ok = c.Post("/v1/namespaces/news/check", R"({"id": "small", "text": "fits"})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(p.Signal(SIGTERM), 0);
+}
+
+// SIGTERM while a request is being answered: it is answered in full, then the
+// server exits 0, and what it stored is there after a restart.
+TEST_F(ServeTest, SigtermDrainsRequestsInFlight) {
+  json docs = json::array();
+  for (int i = 0; i < 1000; ++i) {
+    std::string text = "document " + std::to_string(i) + " about";
+    for (int w = 0; w < 30; ++w) text += " w" + std::to_string(i * 31 + w);
+    docs.push_back({{"id", "d" + std::to_string(i)}, {"text", text}});
+  }
+  const std::string body = json({{"documents", docs}}).dump();
+  size_t stored = 0;
+  {
+    ServeProcess p;
+    Start(&p, {"--max-body-bytes", "10000000"});
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(p.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string req = "POST /v1/namespaces/drain/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::thread stopper([&] { EXPECT_EQ(p.Signal(SIGTERM), 0); });
+    std::string answer;
+    for (int i = 0; i < 300; ++i) {  // at most ~30 s
+      pollfd pfd{fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 100) <= 0) continue;
+      char buf[65536];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;  // Connection: close -> the whole answer was read
+      answer.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    stopper.join();
+    ASSERT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer.substr(0, 200);
+    const size_t start = answer.find("\r\n\r\n");
+    ASSERT_NE(start, std::string::npos);
+    const json j = json::parse(answer.substr(start + 4), nullptr, false);
+    ASSERT_FALSE(j.is_discarded());
+    ASSERT_EQ(j["results"].size(), 1000u);
+    for (const json& r : j["results"]) {
+      EXPECT_FALSE(r.contains("error")) << r.dump();
+      stored += r.value("stored", false) ? 1 : 0;
+    }
+    EXPECT_GT(stored, 0u);
+  }
+  ServeProcess p;
+  Start(&p);
+  httplib::Client c("127.0.0.1", p.port());
+  auto ns = c.Get("/v1/namespaces/drain");
+  ASSERT_TRUE(ns);
+  ASSERT_EQ(ns->status, 200) << ns->body;
+  EXPECT_EQ(Parse(ns)["stats"]["documents"], stored);
+  EXPECT_EQ(p.Signal(SIGTERM), 0);
+}
+
+TEST_F(ServeTest, ConfigFileAndFlagsThatOverrideIt) {
+  {
+    std::ofstream cfg(Path("serve.json"));
+    cfg << R"({"max-body-bytes": 200, "default-k": 5, "default-retention": "7d", "sync": false})";
+  }
+  const std::string text = json({{"id", "a"}, {"text", std::string(300, 'y')}}).dump();
+  {
+    ServeProcess p;
+    Start(&p, {"--config", Path("serve.json")});
+    httplib::Client c("127.0.0.1", p.port());
+    auto r = c.Post("/v1/namespaces/news/check", text, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+    auto put = c.Put("/v1/namespaces/cfg", "{}", "application/json");
+    ASSERT_TRUE(put);
+    EXPECT_EQ(Parse(put)["settings"]["k"], 5);
+    EXPECT_EQ(Parse(put)["settings"]["retention_seconds"], 7 * 86400);
+    EXPECT_EQ(p.Signal(SIGTERM), 0);
+  }
+  {
+    ServeProcess p;
+    Start(&p, {"--config", Path("serve.json"), "--max-body-bytes", "5000", "--default-retention", "90m"});
+    httplib::Client c("127.0.0.1", p.port());
+    auto r = c.Post("/v1/namespaces/news/check", text, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    auto put = c.Put("/v1/namespaces/cfg2", "{}", "application/json");
+    ASSERT_TRUE(put);
+    EXPECT_EQ(Parse(put)["settings"]["k"], 5);
+    EXPECT_EQ(Parse(put)["settings"]["retention_seconds"], 90 * 60);
+    EXPECT_EQ(p.Signal(SIGTERM), 0);
+  }
+}
+
+TEST_F(ServeTest, NoAutoCreate) {
+  ServeProcess p;
+  Start(&p, {"--no-auto-create"});
+  httplib::Client c("127.0.0.1", p.port());
+  auto r = c.Post("/v1/namespaces/news/check", R"({"id": "a", "text": "hello world"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(Parse(r)["error"]["code"], "not_found");
+  EXPECT_EQ(p.Signal(SIGTERM), 0);
+}
+
+TEST_F(ServeTest, UsageErrorsExitTwo) {
+  const std::string data = "--data '" + Path("data") + "' ";
+  EXPECT_EQ(RunToExit("--listen 127.0.0.1:0"), 2);  // no --data
+  EXPECT_NE(ReadFile(Path("run.err")).find("--data"), std::string::npos);
+  EXPECT_EQ(RunToExit(data + "--listen nonsense"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:70000"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --threads 0"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --default-k 9"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --default-retention 2w"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --sync maybe"), 2);
+  {
+    std::ofstream cfg(Path("bad.json"));
+    cfg << R"({"thread": 4})";
+  }
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --config '" + Path("bad.json") + "'"), 2);
+  EXPECT_NE(ReadFile(Path("run.err")).find("unknown key \"thread\""), std::string::npos) << ReadFile(Path("run.err"));
+  EXPECT_EQ(RunToExit("--help"), 0);
+  const std::string help = ReadFile(Path("run.out"));
+  for (const char* flag : {"--data", "--listen", "--config", "--threads", "--max-body-bytes", "--max-batch", "--sync",
+                           "--default-k", "--default-retention", "--no-auto-create"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST_F(ServeTest, PortInUseFailsWithExitOne) {
+  ServeProcess p;
+  Start(&p);
+  EXPECT_EQ(RunToExit("--data '" + Path("data2") + "' --listen 127.0.0.1:" + std::to_string(p.port())), 1);
+  EXPECT_NE(ReadFile(Path("run.err")).find("cannot bind"), std::string::npos) << ReadFile(Path("run.err"));
+  EXPECT_EQ(p.Signal(SIGTERM), 0);
+}
+
+}  // namespace

@@ -1,0 +1,392 @@
+// neardup serve: the online deduplication service (HTTP/JSON, docs/http-api.md).
+//
+// Every setting is a flag and a key of the optional --config JSON file (the
+// flag's name without "--"); flags given on the command line override the
+// file, the file overrides the defaults.
+//
+// Signals: SIGTERM and SIGINT are blocked in every thread and taken by one
+// thread with sigtimedwait(): the first stops accepting connections, lets the
+// requests in flight finish, shuts the engine down (flushing the store) and
+// exits 0; a second one exits 1 at once.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "http_server.h"
+#include "neardup/engine.h"
+#include "neardup/local_engine.h"
+
+namespace neardup::cli {
+
+
+
+namespace {
+
+struct ServeConfig {
+  std::string data;
+  std::string listen = "127.0.0.1:8080";
+  int threads = 16;
+  int64_t max_body_bytes = 1048576;
+  int64_t max_batch = 1000;
+  bool sync = true;
+  int default_k = 3;
+  std::string default_tokenizer = "mixed";
+  int default_cjk_ngram = 2;
+  std::string default_retention = "48h";
+  int default_max_matches = 10;
+  bool no_auto_create = false;
+  int keep_alive_timeout = 5;
+  int keep_alive_max = 1000;
+  int read_timeout = 10;
+  int write_timeout = 10;
+  int64_t sweep_interval_ms = 1000;
+};
+
+// "172800", "172800s", "2880m", "48h", "2d" -> seconds. 0 keeps forever.
+Result<int64_t> ParseDuration(const std::string& s) {
+  if (s.empty()) return Status::InvalidArgument("empty duration");
+  int64_t mult = 1;
+  std::string digits = s;
+  switch (s.back()) {
+    case 's': mult = 1; digits.pop_back(); break;
+    case 'm': mult = 60; digits.pop_back(); break;
+    case 'h': mult = 3600; digits.pop_back(); break;
+    case 'd': mult = 86400; digits.pop_back(); break;
+    default: break;
+  }
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v < 0 ||
+      v > INT64_MAX / 86400 / mult) {
+    return Status::InvalidArgument("invalid duration \"" + s +
+                                   "\": expected seconds, or a number with suffix s, m, h or d (e.g. 48h)");
+  }
+  return v * mult;
+}
+
+// "HOST:PORT" or "[IPV6]:PORT".
+Status ParseListen(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
+    return Status::InvalidArgument("--listen must be HOST:PORT (e.g. 127.0.0.1:8080), got \"" + listen + "\"");
+  }
+  std::string h = listen.substr(0, colon);
+  if (h.front() == '[') {
+    if (h.back() != ']' || h.size() < 3) return Status::InvalidArgument("invalid IPv6 address in --listen");
+    h = h.substr(1, h.size() - 2);
+  }
+  const std::string p = listen.substr(colon + 1);
+  int v = -1;
+  const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+  if (ec != std::errc() || end != p.data() + p.size() || v < 0 || v > 65535) {
+    return Status::InvalidArgument("invalid port \"" + p + "\" in --listen (0..65535; 0 picks a free port)");
+  }
+  *host = h;
+  *port = v;
+  return Status::OK();
+}
+
+// One setting: its flag/config-key name, how to copy it from the parsed
+// flags, and how to read it from the config file.
+struct Field {
+  const char* name;
+  std::function<void(const ServeConfig& from, ServeConfig* to)> copy;
+  std::function<bool(const nlohmann::json& v, ServeConfig* to)> from_json;  // false: wrong type
+};
+
+template <typename T>
+bool ReadInt(const nlohmann::json& v, T* out) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    *out = static_cast<T>(u);
+    return true;
+  }
+  const auto i = v.get<int64_t>();
+  if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) || i > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+    return false;
+  }
+  *out = static_cast<T>(i);
+  return true;
+}
+
+bool ReadBool(const nlohmann::json& v, bool* out) {
+  if (v.is_boolean()) {
+    *out = v.get<bool>();
+    return true;
+  }
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s == "true") { *out = true; return true; }
+    if (s == "false") { *out = false; return true; }
+  }
+  return false;
+}
+
+bool ReadString(const nlohmann::json& v, std::string* out) {
+  if (!v.is_string()) return false;
+  *out = v.get<std::string>();
+  return true;
+}
+
+#define NEARDUP_FIELD(key, member, reader)                                        \
+  Field {                                                                         \
+    key, [](const ServeConfig& f, ServeConfig* t) { t->member = f.member; },      \
+        [](const nlohmann::json& v, ServeConfig* t) { return reader(v, &t->member); } \
+  }
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = {
+      NEARDUP_FIELD("data", data, ReadString),
+      NEARDUP_FIELD("listen", listen, ReadString),
+      NEARDUP_FIELD("threads", threads, ReadInt),
+      NEARDUP_FIELD("max-body-bytes", max_body_bytes, ReadInt),
+      NEARDUP_FIELD("max-batch", max_batch, ReadInt),
+      NEARDUP_FIELD("sync", sync, ReadBool),
+      NEARDUP_FIELD("default-k", default_k, ReadInt),
+      NEARDUP_FIELD("default-tokenizer", default_tokenizer, ReadString),
+      NEARDUP_FIELD("default-cjk-ngram", default_cjk_ngram, ReadInt),
+      Field{"default-retention",
+            [](const ServeConfig& f, ServeConfig* t) { t->default_retention = f.default_retention; },
+            [](const nlohmann::json& v, ServeConfig* t) {
+              if (v.is_number_integer()) {
+                int64_t s = 0;
+                if (!ReadInt(v, &s)) return false;
+                t->default_retention = std::to_string(s);
+                return true;
+              }
+              return ReadString(v, &t->default_retention);
+            }},
+      NEARDUP_FIELD("default-max-matches", default_max_matches, ReadInt),
+      NEARDUP_FIELD("no-auto-create", no_auto_create, ReadBool),
+      NEARDUP_FIELD("keep-alive-timeout", keep_alive_timeout, ReadInt),
+      NEARDUP_FIELD("keep-alive-max", keep_alive_max, ReadInt),
+      NEARDUP_FIELD("read-timeout", read_timeout, ReadInt),
+      NEARDUP_FIELD("write-timeout", write_timeout, ReadInt),
+      NEARDUP_FIELD("sweep-interval-ms", sweep_interval_ms, ReadInt),
+  };
+  return fields;
+}
+
+#undef NEARDUP_FIELD
+
+Status ApplyConfigFile(const std::string& path, ServeConfig* config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError("cannot open config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("config file " + path + " is not a JSON object");
+  }
+  for (const auto& [key, value] : j.items()) {
+    const Field* field = nullptr;
+    for (const Field& f : Fields()) {
+      if (key == f.name) field = &f;
+    }
+    if (field == nullptr) {
+      return Status::InvalidArgument("config file " + path + ": unknown key \"" + key +
+                                     "\" (keys are the serve flags without \"--\")");
+    }
+    if (!field->from_json(value, config)) {
+      return Status::InvalidArgument("config file " + path + ": key \"" + key + "\" has the wrong type or range");
+    }
+  }
+  return Status::OK();
+}
+
+Status Range(const char* name, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return Status::InvalidArgument(std::string("--") + name + " must be in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "], got " + std::to_string(v));
+  }
+  return Status::OK();
+}
+
+struct Resolved {
+  LocalEngineOptions engine;
+  HttpServerOptions server;
+};
+
+Result<Resolved> Resolve(const ServeConfig& c) {
+  Resolved r;
+  if (c.data.empty()) return Status::InvalidArgument("--data DIR is required (flag or config file)");
+  NEARDUP_RETURN_IF_ERROR(ParseListen(c.listen, &r.server.host, &r.server.port));
+  NEARDUP_RETURN_IF_ERROR(Range("threads", c.threads, 1, 1024));
+  NEARDUP_RETURN_IF_ERROR(Range("max-body-bytes", c.max_body_bytes, 1, int64_t{1} << 30));
+  NEARDUP_RETURN_IF_ERROR(Range("max-batch", c.max_batch, 1, 100000));
+  NEARDUP_RETURN_IF_ERROR(Range("keep-alive-timeout", c.keep_alive_timeout, 1, 3600));
+  NEARDUP_RETURN_IF_ERROR(Range("keep-alive-max", c.keep_alive_max, 1, 1000000));
+  NEARDUP_RETURN_IF_ERROR(Range("read-timeout", c.read_timeout, 1, 3600));
+  NEARDUP_RETURN_IF_ERROR(Range("write-timeout", c.write_timeout, 1, 3600));
+  NEARDUP_RETURN_IF_ERROR(Range("sweep-interval-ms", c.sweep_interval_ms, 10, 3600000));
+  NamespaceSettings s;
+  s.k = c.default_k;
+  s.tokenizer = c.default_tokenizer;
+  s.cjk_ngram = c.default_cjk_ngram;
+  auto retention = ParseDuration(c.default_retention);
+  if (!retention.ok()) return Status::InvalidArgument("--default-retention: " + retention.status().message());
+  s.retention_seconds = retention.value();
+  s.max_matches = c.default_max_matches;
+  if (Status v = s.Validate(); !v.ok()) return Status::InvalidArgument("default namespace settings: " + v.message());
+
+  r.engine.data_dir = c.data;
+  r.engine.sync = c.sync;
+  r.engine.default_settings = s;
+  r.engine.auto_create = !c.no_auto_create;
+  r.engine.sweep_interval_ms = c.sweep_interval_ms;
+
+  r.server.threads = c.threads;
+  r.server.keep_alive_max_count = c.keep_alive_max;
+  r.server.keep_alive_timeout_seconds = c.keep_alive_timeout;
+  r.server.read_timeout_seconds = c.read_timeout;
+  r.server.write_timeout_seconds = c.write_timeout;
+  r.server.api.default_settings = s;
+  r.server.api.max_batch_documents = static_cast<size_t>(c.max_batch);
+  r.server.api.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
+  return r;
+}
+
+std::string HostPort(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+int RunServe(const Resolved& r) {
+  // Block the stop signals before any thread exists (the engine's and
+  // httplib's threads inherit the mask); one thread takes them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill us
+
+  auto engine = OpenLocalEngine(r.engine);
+  if (!engine.ok()) {
+    return Fail(Status(engine.status().code(), "cannot open the engine in " + r.engine.data_dir + ": " +
+                                                   engine.status().message()));
+  }
+  HttpServer server(*engine.value(), r.server);
+  auto port = server.Bind();
+  if (!port.ok()) {
+    (void)engine.value()->Shutdown();
+    return Fail(port.status());
+  }
+  std::printf("neardup: listening on %s, data in %s\n", HostPort(r.server.host, port.value()).c_str(),
+              r.engine.data_dir.c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> done{false};
+  std::thread signal_thread([&] {
+    int received = 0;
+    const timespec tick{0, 200 * 1000 * 1000};
+    while (!done.load()) {  // ends with Serve()
+      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      if (sig != SIGTERM && sig != SIGINT) continue;  // timeout or EINTR
+      if (received != 0) {
+        std::fprintf(stderr, "neardup: second signal: exiting without draining\n");
+        std::_Exit(kExitError);
+      }
+      received = sig;
+      std::fprintf(stderr, "neardup: %s received: finishing requests in flight, then stopping\n",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      server.Stop();
+    }
+  });
+  const Status served = server.Serve();
+  done = true;
+  signal_thread.join();
+  const Status shutdown = engine.value()->Shutdown();
+  if (!served.ok()) return Fail(served);
+  if (!shutdown.ok()) return Fail(Status(shutdown.code(), "engine shutdown: " + shutdown.message()));
+  std::fprintf(stderr, "neardup: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<ServeConfig>();
+  auto config_path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Run the deduplication service: HTTP/JSON API over a durable local store (docs/http-api.md)");
+  cmd->footer(
+      "Every option can also be set in the --config JSON object under its name without \"--\" "
+      "(e.g. {\"data\": \"/var/lib/neardup\", \"threads\": 32, \"default-retention\": \"7d\"}); "
+      "options given on the command line override the file. SIGTERM/SIGINT: stop accepting, "
+      "finish requests in flight, flush the store, exit 0.");
+  cmd->add_option("--data", flags->data, "Directory of the RocksDB store (created if missing); required");
+  cmd->add_option("--listen", flags->listen,
+                  "Address to bind, HOST:PORT or [IPV6]:PORT; only this address is bound. Port 0 picks a free "
+                  "port (printed in the start line)");
+  cmd->add_option("--config", *config_path, "JSON file with any of these options (keys without \"--\")");
+  cmd->add_option("--threads", flags->threads,
+                  "HTTP worker threads = connections served at once (a kept-alive connection holds one); "
+                  "1..1024");
+  cmd->add_option("--max-body-bytes", flags->max_body_bytes,
+                  "Largest request body in bytes; larger bodies are refused with 413");
+  cmd->add_option("--max-batch", flags->max_batch,
+                  "Most documents in one /batch request; more is refused with 413");
+  cmd->add_option("--sync", flags->sync,
+                  "true: every acknowledged write is fsynced (group commit); false: faster, but a power "
+                  "loss may lose the last acknowledged writes")
+      ->default_str("true");
+  cmd->add_option("--default-k", flags->default_k,
+                  "k (largest Hamming distance of a near-duplicate, 0..8) of namespaces created without it");
+  cmd->add_option("--default-tokenizer", flags->default_tokenizer,
+                  "Tokenizer of new namespaces: 'mixed' or 'icu-words'");
+  cmd->add_option("--default-cjk-ngram", flags->default_cjk_ngram, "CJK n-gram length of new namespaces, 1..4");
+  cmd->add_option("--default-retention", flags->default_retention,
+                  "Retention of new namespaces: seconds, or with suffix s/m/h/d (48h, 7d); 0 keeps forever");
+  cmd->add_option("--default-max-matches", flags->default_max_matches,
+                  "Matches listed per answer in new namespaces, 1..1000");
+  cmd->add_flag("--no-auto-create", flags->no_auto_create,
+                "Unknown namespaces are 404 (default: created with the default settings on first use)");
+  cmd->add_option("--keep-alive-timeout", flags->keep_alive_timeout,
+                  "Seconds an idle kept-alive connection stays open (it holds a worker thread meanwhile; "
+                  "also bounds how long a stop waits for idle connections)");
+  cmd->add_option("--keep-alive-max", flags->keep_alive_max, "Requests per connection before it is closed");
+  cmd->add_option("--read-timeout", flags->read_timeout, "Seconds to wait for request bytes");
+  cmd->add_option("--write-timeout", flags->write_timeout, "Seconds to wait while sending an answer");
+  cmd->add_option("--sweep-interval-ms", flags->sweep_interval_ms,
+                  "Period of the retention sweeper, milliseconds");
+  cmd->callback([cmd, flags, config_path, exit_code] {
+    ServeConfig config;  // defaults
+    if (!config_path->empty()) {
+      if (Status s = ApplyConfigFile(*config_path, &config); !s.ok()) {
+        *exit_code = Fail(s);
+        return;
+      }
+    }
+    for (const Field& f : Fields()) {
+      if (cmd->count(std::string("--") + f.name) > 0) f.copy(*flags, &config);
+    }
+    auto resolved = Resolve(config);
+    if (!resolved.ok()) {
+      *exit_code = Fail(resolved.status());
+      return;
+    }
+    *exit_code = RunServe(resolved.value());
+  });
+}
+
+}  // namespace neardup::cli
