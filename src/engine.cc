@@ -13,8 +13,68 @@ Status NamespaceSettings::Validate() const {
   if (cjk_ngram < 1 || cjk_ngram > 4) return Status::InvalidArgument("cjk_ngram must be in [1, 4]");
   if (retention_seconds < 0) return Status::InvalidArgument("retention_seconds must be >= 0 (0 keeps forever)");
   if (max_matches < 1 || max_matches > 1000) return Status::InvalidArgument("max_matches must be in [1, 1000]");
+  NearDupOptions o;
+  o.k = k;
+  o.recheck = recheck;
+  return NearDupSet::ValidateOptions(o);
+}
+
+namespace {
+
+// The "recheck" object of the settings: any subset of RecheckOptions' tunable
+// fields, each range-checked by NearDupSet::ValidateOptions afterwards.
+Status ParseRecheck(const nlohmann::json& j, RecheckOptions* r) {
+  if (!j.is_object()) return Status::InvalidArgument("field \"recheck\" must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    const std::string field = "recheck." + key;
+    auto get_int = [&](int* out) -> Status {
+      if (!value.is_number_integer()) return Status::InvalidArgument("field \"" + field + "\" must be an integer");
+      const auto v = value.get<int64_t>();
+      if (v < 0 || v > (1 << 30)) return Status::InvalidArgument("field \"" + field + "\" is out of range");
+      *out = static_cast<int>(v);
+      return Status::OK();
+    };
+    auto get_double = [&](double* out) -> Status {
+      if (!value.is_number()) return Status::InvalidArgument("field \"" + field + "\" must be a number");
+      *out = value.get<double>();
+      return Status::OK();
+    };
+    if (key == "enabled") {
+      if (!value.is_boolean()) return Status::InvalidArgument("field \"recheck.enabled\" must be true or false");
+      r->enabled = value.get<bool>();
+    } else if (key == "short_max_chars") {
+      NEARDUP_RETURN_IF_ERROR(get_int(&r->short_max_chars));
+    } else if (key == "short_k") {
+      NEARDUP_RETURN_IF_ERROR(get_int(&r->short_k));
+    } else if (key == "anchors") {
+      NEARDUP_RETURN_IF_ERROR(get_int(&r->anchors));
+    } else if (key == "anchor_max_postings") {
+      NEARDUP_RETURN_IF_ERROR(get_int(&r->anchor_max_postings));
+    } else if (key == "min_similarity") {
+      NEARDUP_RETURN_IF_ERROR(get_double(&r->min_similarity));
+    } else if (key == "min_similarity_small") {
+      NEARDUP_RETURN_IF_ERROR(get_double(&r->min_similarity_small));
+    } else if (key == "small_text_shingles") {
+      NEARDUP_RETURN_IF_ERROR(get_int(&r->small_text_shingles));
+    } else {
+      return Status::InvalidArgument("unknown settings field \"" + field + "\"");
+    }
+  }
   return Status::OK();
 }
+
+nlohmann::json RecheckToJson(const RecheckOptions& r) {
+  return {{"enabled", r.enabled},
+          {"short_max_chars", r.short_max_chars},
+          {"short_k", r.short_k},
+          {"anchors", r.anchors},
+          {"anchor_max_postings", r.anchor_max_postings},
+          {"min_similarity", r.min_similarity},
+          {"min_similarity_small", r.min_similarity_small},
+          {"small_text_shingles", r.small_text_shingles}};
+}
+
+}  // namespace
 
 Result<NamespaceSettings> NamespaceSettings::FromJson(std::string_view text, const NamespaceSettings& base) {
   const nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -47,6 +107,8 @@ Result<NamespaceSettings> NamespaceSettings::FromJson(std::string_view text, con
       const auto v = value.get<int64_t>();
       if (v < 1 || v > 1000) return Status::InvalidArgument("max_matches must be in [1, 1000]");
       s.max_matches = static_cast<int>(v);
+    } else if (key == "recheck") {
+      NEARDUP_RETURN_IF_ERROR(ParseRecheck(value, &s.recheck));
     } else {
       return Status::InvalidArgument("unknown settings field \"" + key + "\"");
     }
@@ -60,7 +122,8 @@ std::string NamespaceSettings::ToJson() const {
                       {"tokenizer", tokenizer},
                       {"cjk_ngram", cjk_ngram},
                       {"retention_seconds", retention_seconds},
-                      {"max_matches", max_matches}};
+                      {"max_matches", max_matches},
+                      {"recheck", RecheckToJson(recheck)}};
   return j.dump();
 }
 

@@ -161,13 +161,8 @@ json OutcomeJson(const std::string& id, const CheckOutcome& o) {
           {"has_features", o.has_features}};
 }
 
-json SettingsJson(const NamespaceSettings& s) {
-  return {{"k", s.k},
-          {"tokenizer", s.tokenizer},
-          {"cjk_ngram", s.cjk_ngram},
-          {"retention_seconds", s.retention_seconds},
-          {"max_matches", s.max_matches}};
-}
+// One serialization of the settings: the one the store keeps.
+json SettingsJson(const NamespaceSettings& s) { return json::parse(s.ToJson()); }
 
 json NamespaceJson(const NamespaceStats& st) {
   return {{"name", st.name},

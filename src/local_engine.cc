@@ -29,11 +29,6 @@ int64_t SystemNowMs() {
       .count();
 }
 
-// Charikar: each simhash bit differs with probability theta/pi, so d/64
-// estimates the angle between the weighted feature vectors; cos of it is the
-// estimated cosine similarity. 1 for identical fingerprints.
-double EstimatedCosine(int distance) { return std::cos(M_PI * distance / 64.0); }
-
 Result<FingerprintOptions> FingerprintOptionsFor(const NamespaceSettings& s) {
   FingerprintOptions o;
   if (s.tokenizer == "mixed") {
@@ -178,12 +173,34 @@ class Committer {
 };
 
 // ---------------------------------------------------------------------------
+// Per stored document in memory. Only what removal and answers need: the
+// re-check sketch lives once, inside NearDupSet, and in the store.
 struct DocMeta {
   std::string id;
-  DocSignature sig;
+  uint64_t content_hash = 0;
+  uint64_t fingerprint = 0;
+  bool has_features = false;
   int64_t timestamp_ms = 0;
   uint64_t commit_seq = 0;  // the write that stored it; Wait() on it before naming it
   bool live = false;
+
+  DocMeta() = default;
+  DocMeta(std::string doc_id, const DocSignature& sig, int64_t ts, uint64_t seq)
+      : id(std::move(doc_id)),
+        content_hash(sig.content_hash),
+        fingerprint(sig.fingerprint),
+        has_features(sig.has_features),
+        timestamp_ms(ts),
+        commit_seq(seq),
+        live(true) {}
+  // What NearDupSet::Remove needs (the sketch is not).
+  DocSignature KeySignature() const {
+    DocSignature sig;
+    sig.content_hash = content_hash;
+    sig.fingerprint = fingerprint;
+    sig.has_features = has_features;
+    return sig;
+  }
 };
 
 struct Namespace {
@@ -272,9 +289,13 @@ class LocalEngine final : public Engine {
           expired.push_back(StoreWrite{StoreWrite::Op::kDelete, name, StoredDocument{d.id}});
           continue;
         }
+        Status decoded = DecodeSignatureExtra(d.extra, &d.signature);
+        if (!decoded.ok()) {
+          return Status(decoded.code(), "namespace \"" + name + "\", document \"" + d.id + "\": " + decoded.message());
+        }
         NEARDUP_RETURN_IF_ERROR(n.set->Insert(d.number, d.signature));
         n.by_id.emplace(d.id, d.number);
-        n.Append(d.number, DocMeta{std::move(d.id), d.signature, d.timestamp_ms, 0, true});
+        n.Append(d.number, DocMeta(std::move(d.id), d.signature, d.timestamp_ms, 0));
       }
       namespaces_.emplace(name, std::move(ns).value());
     }
@@ -317,6 +338,7 @@ class LocalEngine final : public Engine {
           n.fingerprinter = std::move(fp).value();
         }
         NEARDUP_RETURN_IF_ERROR(n.set->set_k(settings.k));
+        NEARDUP_RETURN_IF_ERROR(n.set->SetPolicy(settings.recheck));
         n.settings = settings;
         seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings, *n.fingerprinter));
         if (created) *created = false;
@@ -452,7 +474,7 @@ class LocalEngine final : public Engine {
       if (m == nullptr || m->timestamp_ms < ns->Cutoff(options_.clock_ms())) {
         return Status::NotFound("document \"" + id + "\" not found in namespace \"" + ns_name + "\"");
       }
-      info = DocumentInfo{m->id, m->sig.fingerprint, m->sig.has_features, m->timestamp_ms};
+      info = DocumentInfo{m->id, m->fingerprint, m->has_features, m->timestamp_ms};
       seq = m->commit_seq;
     }
     if (seq) NEARDUP_RETURN_IF_ERROR(committer_->Wait(seq));
@@ -558,6 +580,7 @@ class LocalEngine final : public Engine {
     ns->fingerprinter = std::move(fp).value();
     NearDupOptions o;
     o.k = settings.k;
+    o.recheck = settings.recheck;
     auto set = NearDupSet::Create(o);
     if (!set.ok()) return set.status();
     ns->set = std::move(set).value();
@@ -607,8 +630,8 @@ class LocalEngine final : public Engine {
           // Idempotent re-send: the earlier answer stored it; nothing changes.
           out.stored = true;
           out.replay = true;
-          out.fingerprint = m->sig.fingerprint;
-          out.has_features = m->sig.has_features;
+          out.fingerprint = m->fingerprint;
+          out.has_features = m->has_features;
           waits->push_back(m->commit_seq);
           return out;
         }
@@ -621,8 +644,7 @@ class LocalEngine final : public Engine {
       const DocMeta* m = ns.Find(match.id);
       if (m == nullptr || m->timestamp_ms < cutoff) continue;  // expired: never matches, even before the sweep
       out.matches.push_back(
-          MatchedDocument{m->id, match.distance, match.exact ? 1.0 : EstimatedCosine(match.distance), match.exact,
-                          m->timestamp_ms});
+          MatchedDocument{m->id, match.distance, match.similarity, match.exact, m->timestamp_ms});
       waits->push_back(m->commit_seq);
       if (static_cast<int>(out.matches.size()) >= ns.settings.max_matches) break;
     }
@@ -639,9 +661,11 @@ class LocalEngine final : public Engine {
       const uint64_t number = ns.next_number;
       NEARDUP_RETURN_IF_ERROR(ns.set->Insert(number, sig));
       ns.by_id[doc.id] = number;
-      const uint64_t seq = committer_->EnqueueWrite(
-          StoreWrite{StoreWrite::Op::kPut, ns.name, StoredDocument{doc.id, number, sig, ts, {}}});
-      ns.Append(number, DocMeta{doc.id, sig, ts, seq, true});
+      DocMeta meta(doc.id, sig, ts, 0);
+      const uint64_t seq = committer_->EnqueueWrite(StoreWrite{
+          StoreWrite::Op::kPut, ns.name, StoredDocument{doc.id, number, meta.KeySignature(), ts, EncodeSignatureExtra(sig)}});
+      meta.commit_seq = seq;
+      ns.Append(number, std::move(meta));
       ++ns.counters.inserted;
       out.stored = true;
       waits->push_back(seq);
@@ -651,7 +675,7 @@ class LocalEngine final : public Engine {
 
   // Removes a live document from memory and queues its deletion.
   uint64_t RemoveLocked(Namespace& ns, uint64_t number, DocMeta& m) {
-    ns.set->Remove(number, m.sig);
+    ns.set->Remove(number, m.KeySignature());
     ns.by_id.erase(m.id);
     const uint64_t seq =
         committer_->EnqueueWrite(StoreWrite{StoreWrite::Op::kDelete, ns.name, StoredDocument{std::move(m.id)}});
@@ -670,7 +694,7 @@ class LocalEngine final : public Engine {
       auto it = ns->by_id.find(w.doc.id);
       if (it == ns->by_id.end() || it->second != w.doc.number) continue;
       if (DocMeta* m = ns->Find(w.doc.number)) {
-        ns->set->Remove(w.doc.number, m->sig);
+        ns->set->Remove(w.doc.number, m->KeySignature());
         ns->by_id.erase(it);
         *m = DocMeta{};
       }

@@ -253,6 +253,57 @@ TEST_F(LocalEngineTest, RestartRebuildsEverything) {
   EXPECT_EQ(Docs("n"), 200u);
 }
 
+// A short repost with a few characters changed is usually more than k bits
+// away; the re-check finds it, and must still find it after a restart, when
+// the sketches come back from the store rather than from the text.
+TEST_F(LocalEngineTest, ShortTextRecheckSurvivesRestart) {
+  const std::string original = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+  const std::string edited = "转发：今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆！";
+  const std::string unrelated = "股市今日大幅上涨，科技板块领涨，投资者情绪明显回暖，成交量创下新高。";
+  Open();
+  ASSERT_TRUE(Check("n", "orig", original).stored);
+  ASSERT_TRUE(Check("n", "other", unrelated).stored);
+  auto before = Check("n", "q1", edited, CheckMode::kQueryOnly);
+  Open();
+  auto after = Check("n", "q2", edited, CheckMode::kQueryOnly);
+  ASSERT_TRUE(before.duplicate);
+  ASSERT_TRUE(after.duplicate);
+  EXPECT_EQ(after.matches[0].id, "orig");
+  // The same score before and after: it comes from the persisted sketch.
+  EXPECT_EQ(after.matches[0].similarity, before.matches[0].similarity);
+  EXPECT_EQ(after.matches[0].distance, before.matches[0].distance);
+  EXPECT_GT(after.matches[0].similarity, 0.5);
+  EXPECT_LT(after.matches[0].similarity, 1.0);
+  EXPECT_EQ(after.matches.size(), 1u);  // never the unrelated text
+}
+
+// The re-check policy is a per-namespace setting: turning it off gives the
+// plain rule (fingerprint distance <= k) in that namespace only, and the
+// setting survives a restart.
+TEST_F(LocalEngineTest, RecheckPolicyIsPerNamespace) {
+  const std::string original = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+  const std::string edited = "转发：今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆！";
+  Open();
+  NamespaceSettings plain;
+  plain.recheck.enabled = false;
+  bool created = false;
+  ASSERT_TRUE(engine_->PutNamespace("plain", plain, &created).ok());
+  ASSERT_TRUE(Check("plain", "orig", original).stored);
+  ASSERT_TRUE(Check("checked", "orig", original).stored);
+  auto with = Check("checked", "q", edited, CheckMode::kQueryOnly);
+  auto without = Check("plain", "q", edited, CheckMode::kQueryOnly);
+  ASSERT_TRUE(with.duplicate);
+  ASSERT_EQ(with.matches[0].distance, without.matches.empty() ? with.matches[0].distance : without.matches[0].distance);
+  EXPECT_EQ(without.duplicate, with.matches[0].distance <= 3) << "plain rule: within k only";
+  Open();
+  EXPECT_FALSE(engine_->GetNamespace("plain")->settings.recheck.enabled);
+  EXPECT_TRUE(engine_->GetNamespace("checked")->settings.recheck.enabled);
+  // Bad policy values are refused like any other setting.
+  NamespaceSettings bad;
+  bad.recheck.min_similarity = 1.5;
+  EXPECT_EQ(engine_->PutNamespace("plain", bad, &created).code(), Status::Code::kInvalidArgument);
+}
+
 TEST_F(LocalEngineTest, SettingsChangesThatMixSchemesAreRefused) {
   Open();
   Check("n", "a", kLong);
@@ -313,6 +364,20 @@ TEST(NamespaceSettingsJson, ParsesSubsetsAndRejectsUnknownFields) {
   auto round = NamespaceSettings::FromJson(s->ToJson(), {});
   ASSERT_TRUE(round.ok());
   EXPECT_EQ(*round, *s);
+  // The re-check policy: any subset of its fields, each checked.
+  auto r = NamespaceSettings::FromJson(R"({"recheck": {"enabled": false, "short_k": 6, "min_similarity": 0.6}})", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->recheck.enabled);
+  EXPECT_EQ(r->recheck.short_k, 6);
+  EXPECT_DOUBLE_EQ(r->recheck.min_similarity, 0.6);
+  EXPECT_EQ(r->recheck.short_max_chars, RecheckOptions{}.short_max_chars);
+  auto r2 = NamespaceSettings::FromJson(r->ToJson(), {});
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(*r2, *r);
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"short_k": 9}})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"min_similarity": "high"}})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"sketch_max_chars": 10}})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": true})", {}).ok());
 }
 
 }  // namespace

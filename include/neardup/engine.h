@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/near_dup_set.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -43,13 +44,17 @@ struct NamespaceSettings {
   int cjk_ngram = 2;                      // 1..4
   int64_t retention_seconds = 48 * 3600;  // 0 keeps documents forever
   int max_matches = 10;                   // matches listed per answer, 1..1000
+  // The length-aware re-check policy (near_dup_set.h, docs/ACCURACY.md); in
+  // JSON an object "recheck" with any subset of its fields but
+  // sketch_max_chars, which the service leaves at its default.
+  RecheckOptions recheck;
 
   // Parses a JSON object with any subset of the fields above (others are
   // kInvalidArgument); missing fields keep the values of `base`.
   static Result<NamespaceSettings> FromJson(std::string_view json, const NamespaceSettings& base);
   std::string ToJson() const;
   Status Validate() const;
-  friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
+  friend bool operator==(const NamespaceSettings& a, const NamespaceSettings& b) { return a.ToJson() == b.ToJson(); }
 };
 
 // Namespace names: 1..64 characters of [A-Za-z0-9_.-].
