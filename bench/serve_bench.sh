@@ -15,28 +15,30 @@ DATA=$(mktemp -d /tmp/neardup_serve_bench.XXXXXX)
 OUT=bench/results/serve-$(date +%F).txt
 PORT=18181
 log() { echo "$*" | tee -a "$OUT"; }
-start() {  # start <sync>; prints seconds until listening
+start() {  # start <sync>; sets PID and STARTUP_S (seconds until listening)
   local t0=$(date +%s.%N)
+  : >"$DATA.log"
   $BIN serve --data "$DATA" --listen 127.0.0.1:$PORT --threads 64 --sync "$1" >"$DATA.log" 2>&1 &
   PID=$!
   for _ in $(seq 1 6000); do
     grep -q "listening on" "$DATA.log" 2>/dev/null && break
     sleep 0.1
   done
-  echo "$(date +%s.%N) - $t0" | bc
+  STARTUP_S=$(echo "$(date +%s.%N) - $t0" | bc)
 }
 stop() { kill -TERM "$PID"; wait "$PID" || true; }
 rss() { curl -s 127.0.0.1:$PORT/metrics | awk '/^neardup_process_resident_memory_bytes/ {print $2}'; }
 trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$DATA" "$DATA.log"' EXIT
 
 log "# serve_bench $(date -Is) N=$N seconds=$SECS threads=$THREADS host=$(nproc)cpu $(git rev-parse --short HEAD)"
-start false >/dev/null
+start false
 log "preload: $($LOAD --port $PORT --ns load --preload "$N" --seconds 0 --threads 1 2>&1 | tail -2 | head -1)"
 log "rss after preload: $(rss) bytes"
 stop
 for sync in true false; do
-  t=$(start "$sync")
-  log "restart with $N documents (sync=$sync): ${t} s until listening; rss $(rss) bytes"
+  start "$sync"
+  log "restart with $N documents (sync=$sync): ${STARTUP_S} s until listening; rss $(rss) bytes"
+  log "namespace stats: $(curl -s 127.0.0.1:$PORT/v1/namespaces/load | head -c 600)"
   log "check-and-insert sync=$sync: $($LOAD --port $PORT --ns load --threads "$THREADS" --seconds "$SECS")"
   log "batch(20) sync=$sync: $($LOAD --port $PORT --ns load --threads "$THREADS" --seconds "$SECS" --batch 20)"
   stop
