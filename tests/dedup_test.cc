@@ -74,20 +74,24 @@ TEST(Dedup, ExactRepeatsPointAtTheFirst) {
   EXPECT_EQ(d->index().size(), 2u);
 }
 
+// A long English text (> 200 characters) for edit experiments.
+const char* const kLongText =
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+    "must be in want of a wife. However little known the feelings or views of such a man may be "
+    "on his first entering a neighbourhood, this truth is so well fixed in the minds of the "
+    "surrounding families, that he is considered as the rightful property of some one or other "
+    "of their daughters.";
+
+std::string Edit(std::string s, const std::string& from, const std::string& to) {
+  s.replace(s.find(from), from.size(), to);
+  return s;
+}
+
 // The plain rule (re-check off): long texts are near-duplicates exactly when
 // their fingerprints are within k.
 TEST(Dedup, NearDuplicatesFollowTheFingerprintDistance) {
-  const std::string base =
-      "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
-      "must be in want of a wife. However little known the feelings or views of such a man may be "
-      "on his first entering a neighbourhood, this truth is so well fixed in the minds of the "
-      "surrounding families, that he is considered as the rightful property of some one or other "
-      "of their daughters.";
-  auto edit = [&](const std::string& from, const std::string& to) {
-    std::string s = base;
-    s.replace(s.find(from), from.size(), to);
-    return s;
-  };
+  const std::string base = kLongText;
+  auto edit = [&](const std::string& from, const std::string& to) { return Edit(base, from, to); };
   const std::vector<std::string> edits = {
       edit("rightful", "lawful"), edit("good ", ""), edit("wife", "very rich wife"),
       edit("daughters", "sons"), "RT: " + base, edit("first", "frist"),
@@ -119,17 +123,8 @@ TEST(Dedup, NearDuplicatesFollowTheFingerprintDistance) {
 // near-duplicate, whatever its fingerprint distance, because anchors and the
 // shingle re-check find what simhash at k = 3 misses; an unrelated text is not.
 TEST(Dedup, RecheckCatchesSmallEditsBeyondK) {
-  const std::string base =
-      "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
-      "must be in want of a wife. However little known the feelings or views of such a man may be "
-      "on his first entering a neighbourhood, this truth is so well fixed in the minds of the "
-      "surrounding families, that he is considered as the rightful property of some one or other "
-      "of their daughters.";
-  auto edit = [&](const std::string& from, const std::string& to) {
-    std::string s = base;
-    s.replace(s.find(from), from.size(), to);
-    return s;
-  };
+  const std::string base = kLongText;
+  auto edit = [&](const std::string& from, const std::string& to) { return Edit(base, from, to); };
   for (const auto& edited : {edit("rightful", "lawful"), edit("daughters", "sons"), "RT: " + base,
                              edit("first", "frist"), edit("good ", "")}) {
     auto d = MakeDedup();

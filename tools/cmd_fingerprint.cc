@@ -18,9 +18,7 @@ struct FingerprintCmdFlags {
 };
 
 int RunFingerprint(const FingerprintCmdFlags& f) {
-  auto fp_options = ToFingerprintOptions(f.fp);
-  if (!fp_options.ok()) return Fail(fp_options.status());
-  auto fingerprinter = Fingerprinter::Create(fp_options.value());
+  auto fingerprinter = MakeFingerprinter(f.fp);
   if (!fingerprinter.ok()) return Fail(fingerprinter.status());
   const Fingerprinter& fpr = fingerprinter.value();
   const int threads = ResolveThreads(f.threads);

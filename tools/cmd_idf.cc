@@ -19,9 +19,7 @@ struct IdfBuildFlags {
 };
 
 int RunIdfBuild(const IdfBuildFlags& f) {
-  auto fp_options = ToFingerprintOptions(f.fp);
-  if (!fp_options.ok()) return Fail(fp_options.status());
-  auto fingerprinter = Fingerprinter::Create(fp_options.value());
+  auto fingerprinter = MakeFingerprinter(f.fp);
   if (!fingerprinter.ok()) return Fail(fingerprinter.status());
   const Fingerprinter& fpr = fingerprinter.value();
   const int threads = ResolveThreads(f.threads);

@@ -110,6 +110,13 @@ inline Result<FingerprintOptions> ToFingerprintOptions(const FingerprintFlags& f
   return options;
 }
 
+// The fingerprinter the flags describe (an IDF table is loaded from disk).
+inline Result<Fingerprinter> MakeFingerprinter(const FingerprintFlags& f) {
+  auto options = ToFingerprintOptions(f);
+  if (!options.ok()) return options.status();
+  return Fingerprinter::Create(options.value());
+}
+
 struct InputFlags {
   std::string input = "-";
   std::string format = "jsonl";
