@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 N=${1:-10000000}
 SECS=${2:-20}
 THREADS=${3:-16}
-BIN=./build/neardup
-LOAD=./build/load_gen
+BIN=${NEARDUP_BIN:-./build/neardup}
+LOAD=${LOAD_GEN_BIN:-./build/load_gen}
 DATA=$(mktemp -d /tmp/neardup_serve_bench.XXXXXX)
 OUT=bench/results/serve-$(date +%F).txt
 PORT=18181
