@@ -54,11 +54,12 @@ void DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
 
 constexpr uint64_t kSimilaritySeed = 0;
 constexpr uint64_t kAnchorSeed = 0x100;
+constexpr uint64_t kShingleMul = 0x9E3779B97F4A7C15ULL;
 
 // Step 4: fold the code points into 64 bits, mix, keep the upper half.
 inline uint32_t ShingleHash(const uint32_t* cps, size_t n, uint64_t seed) {
   uint64_t h = seed + n;
-  for (size_t i = 0; i < n; ++i) h = h * 0x9E3779B97F4A7C15ULL + cps[i];
+  for (size_t i = 0; i < n; ++i) h = h * kShingleMul + cps[i];
   return static_cast<uint32_t>(Mix64(h) >> 32);
 }
 
@@ -118,18 +119,39 @@ bool IsCjkCodePoint(uint32_t cp) {
 
 namespace {
 
+// Prefix values of the polynomial in ShingleHash: prefix[i + 1] =
+// prefix[i] * kShingleMul + seq[i]. ShingleHash's fold over seq[i..i+n)
+// equals prefix[i + n] + (seed + n - prefix[i]) * kShingleMul^n (mod 2^64),
+// so every shingle costs one multiply instead of n dependent ones: the
+// hashing was most of the sketch's cost on long texts.
+void PrefixFolds(const std::vector<uint32_t>& seq, std::vector<uint64_t>* prefix) {
+  prefix->resize(seq.size() + 1);
+  uint64_t* p = prefix->data();
+  p[0] = 0;
+  for (size_t i = 0; i < seq.size(); ++i) p[i + 1] = p[i] * kShingleMul + seq[i];
+}
+
 // Hashes of the shingles of `seq`: n = cjk_n at a CJK code point, other_n
 // elsewhere; a sequence too short for its first shingle is one shingle.
-void ShingleHashes(const std::vector<uint32_t>& seq, size_t cjk_n, size_t other_n, uint64_t seed,
-                   std::vector<uint32_t>* hashes) {
-  hashes->clear();
+void ShingleHashes(const std::vector<uint32_t>& seq, const std::vector<uint64_t>& prefix, size_t cjk_n,
+                   size_t other_n, uint64_t seed, std::vector<uint32_t>* hashes) {
+  hashes->resize(seq.size());
+  uint32_t* out = hashes->data();
+  size_t m = 0;
   const size_t n = seq.size();
+  uint64_t pow_cjk = 1, pow_other = 1;
+  for (size_t i = 0; i < cjk_n; ++i) pow_cjk *= kShingleMul;
+  for (size_t i = 0; i < other_n; ++i) pow_other *= kShingleMul;
+  const uint64_t* p = prefix.data();
   for (size_t i = 0; i < n; ++i) {
-    const size_t len = IsCjkCodePoint(seq[i]) ? cjk_n : other_n;
+    const bool cjk = IsCjkCodePoint(seq[i]);
+    const size_t len = cjk ? cjk_n : other_n;
     if (i + len > n) continue;
-    hashes->push_back(ShingleHash(seq.data() + i, len, seed));
+    const uint64_t h = p[i + len] + (seed + len - p[i]) * (cjk ? pow_cjk : pow_other);
+    out[m++] = static_cast<uint32_t>(Mix64(h) >> 32);
   }
-  if (hashes->empty() && n > 0) hashes->push_back(ShingleHash(seq.data(), n, seed));
+  hashes->resize(m);
+  if (m == 0 && n > 0) hashes->push_back(ShingleHash(seq.data(), n, seed));
 }
 
 // Sorts, removes repeats; returns the number of distinct values.
@@ -141,26 +163,30 @@ size_t SortDistinct(std::vector<uint32_t>* v) {
 }
 
 // Number of distinct values (a small open-addressing set; cheaper than
-// sorting a long text's hashes).
+// sorting a long text's hashes). The values are uniform hashes, so their top
+// bits are the slot: no further mixing. 0 marks an empty slot; the value 0
+// is counted apart.
 size_t CountDistinct(const std::vector<uint32_t>& v) {
   thread_local std::vector<uint32_t> table;
-  thread_local std::vector<uint8_t> used;
-  size_t cap = 64;
-  while (cap < 2 * v.size()) cap *= 2;
+  int bits = 6;
+  while ((size_t{1} << bits) < 2 * v.size()) ++bits;
+  const size_t cap = size_t{1} << bits;
   table.assign(cap, 0);
-  used.assign(cap, 0);
   const size_t mask = cap - 1;
+  uint32_t* t = table.data();
   size_t distinct = 0;
+  bool zero = false;
   for (uint32_t x : v) {
-    size_t i = static_cast<size_t>(Mix64(x)) & mask;
-    while (used[i] && table[i] != x) i = (i + 1) & mask;
-    if (!used[i]) {
-      used[i] = 1;
-      table[i] = x;
-      ++distinct;
+    if (x == 0) {
+      zero = true;
+      continue;
     }
+    size_t i = x >> (32 - bits);
+    while (t[i] != 0 && t[i] != x) i = (i + 1) & mask;
+    distinct += t[i] == 0;
+    t[i] = x;
   }
-  return distinct;
+  return distinct + zero;
 }
 
 // *out = the `keep` smallest distinct values of v, ascending (all of them if
@@ -199,6 +225,7 @@ void ComputeSketch(std::string_view normalized, ShingleSketch* out) {
   thread_local std::vector<uint32_t> cps;
   thread_local std::vector<uint32_t> seq;
   thread_local std::vector<uint32_t> hashes;
+  thread_local std::vector<uint64_t> prefix;
   DecodeUtf8(normalized, &cps);
   // Step 2: drop spaces next to CJK.
   seq.clear();
@@ -211,12 +238,13 @@ void ComputeSketch(std::string_view normalized, ShingleSketch* out) {
     seq.push_back(c);
   }
   // Steps 3-5: the similarity shingles and their bottom-k.
-  ShingleHashes(seq, 2, 4, kSimilaritySeed, &hashes);
+  PrefixFolds(seq, &prefix);
+  ShingleHashes(seq, prefix, 2, 4, kSimilaritySeed, &hashes);
   SmallestDistinct(hashes, kSketchSize, &out->mins);
   const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(hashes);
   out->num_shingles = static_cast<uint32_t>(std::min<size_t>(distinct, UINT32_MAX));
   // Step 6: the anchor shingles.
-  ShingleHashes(seq, 3, 6, kAnchorSeed, &hashes);
+  ShingleHashes(seq, prefix, 3, 6, kAnchorSeed, &hashes);
   SmallestDistinct(hashes, kAnchorCount, &out->anchors);
 }
 

@@ -78,8 +78,11 @@ struct RecheckOptions {
   // points. A pair involving a short text is always re-checked.
   int short_max_chars = 200;
   // Fingerprint search radius for short texts, 0..kMaxSupportedK (at least k
-  // is used).
-  int short_k = 8;
+  // is used). 3 (= k): on the dev set the anchors find every near-duplicate
+  // that a radius of 8 adds (F1 equal to 4 decimals in every bucket), and the
+  // radius-8 search was most of a short text's decision cost in a large
+  // index (docs/ACCURACY.md). Wider radii remain available per namespace.
+  int short_k = 3;
   // Anchor keys per document (0..kAnchorCount; 0 = fingerprint candidates
   // only): candidates are also the kept documents sharing one of the
   // document's first `anchors` anchors (similarity.h) that are not stop keys.
