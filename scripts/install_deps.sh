@@ -8,6 +8,8 @@ PKGS=(
   librocksdb-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev wrk
   clang libclang-rt-14-dev
   python3 curl bc
+  libfaiss-dev postgresql-15 libpq-dev  # peers benchmark (bench/peers)
+  redis-server libhiredis-dev           # Redis Cluster store
 )
 missing=()
 for p in "${PKGS[@]}"; do
