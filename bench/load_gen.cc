@@ -2,15 +2,18 @@
 //
 //   load_gen [--host 127.0.0.1] [--port 8080] [--ns load] [--preload 0] [--threads 16]
 //            [--seconds 20] [--max-requests 1000000] [--dup-rate 0.2] [--batch 1]
-//            [--corpus data/sample/bench_zh.txt] [--json FILE]
+//            [--corpus data/sample/bench_zh.txt] [--json FILE] [--seed N]
 //
-// Preload inserts N unique short Chinese texts through the batch endpoint
-// (mode=insert, 500 per request). The measured phase runs `threads`
-// keep-alive connections, each sending check-and-insert requests of short
-// Chinese texts (a corpus line cut to <= 140 characters plus a random tail;
-// `dup-rate` of them repost an earlier text with one character changed) until
-// `seconds` or `max-requests` is reached, whichever comes first. Reports
-// requests/s and latency p50/p90/p99/max, and the duplicate share.
+// Texts: short Chinese posts of 60..140 characters made of pieces of random
+// corpus lines joined end to end (so a new text is unique: two texts rarely
+// share more than one piece, far below any near-duplicate threshold) with a
+// 4-character random tag. Preload inserts N of them through the batch
+// endpoint (mode=insert, 500 per request). The measured phase runs `threads`
+// keep-alive connections, each sending check-and-insert requests of new texts;
+// `dup-rate` of them repost one of the connection's earlier texts with one
+// character changed. It stops at `seconds` or `max-requests`, whichever comes
+// first, and reports requests/s, latency p50/p90/p99/max and the duplicate
+// share (which should be close to dup-rate).
 // Only loopback hosts are accepted.
 #include <httplib.h>
 
@@ -92,6 +95,21 @@ std::u32string RandomTail(std::mt19937_64& rng, int n) {
   return t;
 }
 
+// A new short post: pieces of at most 20 characters from random corpus lines
+// (at random offsets, so long lines do not make texts share long prefixes)
+// until 60..140 characters, then a tag.
+std::u32string NewText(const std::vector<std::u32string>& corpus, std::mt19937_64& rng) {
+  const size_t target = 60 + rng() % 81;
+  std::u32string t;
+  while (t.size() < target) {
+    const std::u32string& line = corpus[rng() % corpus.size()];
+    const size_t from = line.size() > 20 ? rng() % (line.size() - 20) : 0;
+    t.append(line, from, std::min<size_t>(20, target - t.size()));
+  }
+  t += RandomTail(rng, 4);
+  return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +117,9 @@ int main(int argc, char** argv) {
   int port = 8080, threads = 16, batch = 1;
   double seconds = 20, dup_rate = 0.2;
   long long preload = 0, max_requests = 1000000;
+  // Runs against the same namespace must not resend the same texts (they
+  // would all be exact duplicates): a fresh seed per run unless given.
+  uint64_t seed = std::random_device{}();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--host") host = v;
@@ -112,6 +133,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::max(1, std::stoi(v));
     else if (a == "--corpus") corpus_path = v;
     else if (a == "--json") json_path = v;
+    else if (a == "--seed") seed = std::stoull(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -131,7 +153,7 @@ int main(int argc, char** argv) {
       loaders.emplace_back([&, w] {
         httplib::Client cli(host, port);
         cli.set_read_timeout(120);
-        std::mt19937_64 rng(7 + w);
+        std::mt19937_64 rng(seed * 7919 + w);
         while (true) {
           const long long begin = next.fetch_add(500);
           if (begin >= preload) break;
@@ -140,7 +162,7 @@ int main(int argc, char** argv) {
           for (long long i = begin; i < end; ++i) {
             if (i > begin) body += ',';
             body += "{\"id\":\"pre-" + std::to_string(i) + "\",\"text\":\"" +
-                    Utf8(RandomTail(rng, 40 + static_cast<int>(rng() % 80))) + "\"}";
+                    JsonEscape(Utf8(NewText(corpus, rng))) + "\"}";
           }
           body += "]}";
           auto res = cli.Post(("/v1/namespaces/" + ns + "/batch?mode=insert").c_str(), body, "application/json");
@@ -168,7 +190,7 @@ int main(int argc, char** argv) {
       httplib::Client cli(host, port);
       cli.set_keep_alive(true);
       cli.set_tcp_nodelay(true);  // no Nagle + delayed-ACK 40 ms stalls on small requests
-      std::mt19937_64 rng(1000 + w);
+      std::mt19937_64 rng(seed * 7919 + 1000 + w);
       std::vector<std::u32string> mine;
       std::vector<double> lat;
       long long i = 0;
@@ -182,9 +204,7 @@ int main(int argc, char** argv) {
             text = mine[rng() % mine.size()];
             text[rng() % text.size()] = RandomHan(rng);  // a repost with one character changed
           } else {
-            text = corpus[rng() % corpus.size()];
-            text.resize(std::min<size_t>(text.size(), 120));
-            text += RandomTail(rng, 12);
+            text = NewText(corpus, rng);
             if (mine.size() < 1000) mine.push_back(text);
           }
           return JsonEscape(Utf8(text));
@@ -206,8 +226,11 @@ int main(int argc, char** argv) {
         lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - q0).count());
         if (!res || res->status != 200) {
           ++errors;
-        } else if (res->body.find("\"duplicate\":true") != std::string::npos) {
-          ++duplicates;
+        } else {  // per document: a batch answer holds one per document
+          for (size_t at = res->body.find("\"duplicate\":true"); at != std::string::npos;
+               at = res->body.find("\"duplicate\":true", at + 1)) {
+            ++duplicates;
+          }
         }
       }
       std::lock_guard lk(lat_mu);
@@ -225,9 +248,10 @@ int main(int argc, char** argv) {
   std::snprintf(buf, sizeof buf,
                 "{\"requests\": %.0f, \"docs_per_request\": %d, \"threads\": %d, \"elapsed_s\": %.2f, "
                 "\"requests_per_s\": %.0f, \"docs_per_s\": %.0f, \"p50_us\": %.0f, \"p90_us\": %.0f, "
-                "\"p99_us\": %.0f, \"max_us\": %.0f, \"errors\": %lld, \"duplicate_answers\": %lld, \"preload\": %lld}",
+                "\"p99_us\": %.0f, \"max_us\": %.0f, \"errors\": %lld, \"duplicate_docs\": %lld, \"preload\": %lld, \"seed\": %llu}",
                 reqs, batch, threads, elapsed, reqs / elapsed, reqs * batch / elapsed, pct(0.5), pct(0.9), pct(0.99),
-                latencies.empty() ? 0.0 : latencies.back(), errors.load(), duplicates.load(), preload);
+                latencies.empty() ? 0.0 : latencies.back(), errors.load(), duplicates.load(), preload,
+                static_cast<unsigned long long>(seed));
   std::printf("%s\n", buf);
   if (!json_path.empty()) std::ofstream(json_path) << buf << "\n";
   return errors.load() > 0 ? 1 : 0;
