@@ -51,7 +51,10 @@ class LocalRedisCluster {
   }
   std::string uri() const {
     std::string u = "redis-cluster://";
-    for (int i = 0; i < 6; ++i) u += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(base_ + i);
+    for (const std::string& s : seeds()) {
+      if (u.back() != '/') u += ',';
+      u += s;
+    }
     return u;
   }
   // The pid of the node on `port` (0 if unknown).

@@ -31,6 +31,7 @@
 #include "http_server.h"
 #include "neardup/engine.h"
 #include "neardup/local_engine.h"
+#include "neardup/redis_engine.h"
 
 namespace neardup::cli {
 
@@ -40,6 +41,7 @@ namespace {
 
 struct ServeConfig {
   std::string data;
+  std::string store;  // issue 6: "redis-cluster://host:port,..." instead of --data
   std::string listen = "127.0.0.1:8080";
   int threads = 16;
   int64_t max_body_bytes = 1048576;
@@ -155,6 +157,7 @@ bool ReadString(const nlohmann::json& v, std::string* out) {
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
       NEARDUP_FIELD("data", data, ReadString),
+      NEARDUP_FIELD("store", store, ReadString),
       NEARDUP_FIELD("listen", listen, ReadString),
       NEARDUP_FIELD("threads", threads, ReadInt),
       NEARDUP_FIELD("max-body-bytes", max_body_bytes, ReadInt),
@@ -222,12 +225,17 @@ Status Range(const char* name, int64_t v, int64_t lo, int64_t hi) {
 
 struct Resolved {
   LocalEngineOptions engine;
+  std::string store;  // non-empty: a Redis Cluster store (redis_engine.h), engine.data_dir unused
   HttpServerOptions server;
 };
 
 Result<Resolved> Resolve(const ServeConfig& c) {
   Resolved r;
-  if (c.data.empty()) return Status::InvalidArgument("--data DIR is required (flag or config file)");
+  if (c.data.empty() && c.store.empty()) {
+    return Status::InvalidArgument("--data DIR or --store redis-cluster://... is required (flag or config file)");
+  }
+  if (!c.data.empty() && !c.store.empty()) return Status::InvalidArgument("give --data or --store, not both");
+  r.store = c.store;
   NEARDUP_RETURN_IF_ERROR(ParseListen(c.listen, &r.server.host, &r.server.port));
   NEARDUP_RETURN_IF_ERROR(Range("threads", c.threads, 1, 1024));
   NEARDUP_RETURN_IF_ERROR(Range("max-body-bytes", c.max_body_bytes, 1, int64_t{1} << 30));
@@ -279,9 +287,21 @@ int RunServe(const Resolved& r) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill us
 
-  auto engine = OpenLocalEngine(r.engine);
+  Result<std::unique_ptr<Engine>> engine = Status::Internal("no engine");
+  std::string where = r.engine.data_dir;
+  if (!r.store.empty()) {
+    // Stateless instance over a shared Redis Cluster (docs/cluster.md).
+    RedisEngineOptions ro;
+    ro.uri = r.store;
+    ro.default_settings = r.engine.default_settings;
+    ro.auto_create = r.engine.auto_create;
+    engine = OpenRedisClusterEngine(ro);
+    where = r.store;
+  } else {
+    engine = OpenLocalEngine(r.engine);
+  }
   if (!engine.ok()) {
-    return Fail(Status(engine.status().code(), "cannot open the engine in " + r.engine.data_dir + ": " +
+    return Fail(Status(engine.status().code(), "cannot open the engine in " + where + ": " +
                                                    engine.status().message()));
   }
   HttpServer server(*engine.value(), r.server);
@@ -291,7 +311,7 @@ int RunServe(const Resolved& r) {
     return Fail(port.status());
   }
   std::printf("neardup: listening on %s, data in %s\n", HostPort(r.server.host, port.value()).c_str(),
-              r.engine.data_dir.c_str());
+              where.c_str());
   std::fflush(stdout);
 
   std::atomic<bool> done{false};
@@ -334,7 +354,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       "(e.g. {\"data\": \"/var/lib/neardup\", \"threads\": 32, \"default-retention\": \"7d\"}); "
       "options given on the command line override the file. SIGTERM/SIGINT: stop accepting, "
       "finish requests in flight, flush the store, exit 0.");
-  cmd->add_option("--data", flags->data, "Directory of the RocksDB store (created if missing); required");
+  cmd->add_option("--data", flags->data, "Directory of the RocksDB store (created if missing); this or --store");
+  cmd->add_option("--store", flags->store,
+                  "redis-cluster://HOST:PORT,HOST:PORT,...: keep the index in a Redis Cluster shared by any number "
+                  "of serve instances (docs/cluster.md); instead of --data");
   cmd->add_option("--listen", flags->listen,
                   "Address to bind, HOST:PORT or [IPV6]:PORT; only this address is bound. Port 0 picks a free "
                   "port (printed in the start line)");

@@ -1,0 +1,419 @@
+// RedisClusterEngine against a live local cluster: the Engine semantics
+// (engine.h), the table layouts, and the fenced protocol's promise: of
+// near-duplicates sent at the same moment to two engine instances exactly
+// one is kept, with random stalls between protocol steps and check attempts
+// abandoned mid-way (a crashed instance) and retried elsewhere.
+#include "neardup/redis_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "neardup/fingerprint.h"
+#include "redis_test_cluster.h"
+
+namespace neardup {
+namespace {
+
+using testing::LocalRedisCluster;
+
+// ---- layouts (no cluster) ----------------------------------------------------
+
+int SharedTables(const RedisTableLayout& l, uint64_t a, uint64_t b) {
+  int n = 0;
+  for (uint64_t m : l.masks) n += RedisTableLayout::Key(a, m) == RedisTableLayout::Key(b, m);
+  return n;
+}
+
+TEST(RedisLayout, ShapesMatchTheDesign) {
+  auto p = RedisTableLayout::Make("pigeonhole", 3, 0);
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p->masks.size(), 4u);
+  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(p->key_bits(t), 16);
+  auto n = RedisTableLayout::Make("nested", 3, 0);
+  ASSERT_TRUE(n.ok());
+  ASSERT_EQ(n->masks.size(), 16u);
+  for (size_t t = 0; t < 16; ++t) EXPECT_EQ(n->key_bits(t), 28);
+  auto m = RedisTableLayout::Make("manku", 3, 0);
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->masks.size(), 20u);
+  for (size_t t = 0; t < 20; ++t) EXPECT_GE(m->key_bits(t), 30);
+  EXPECT_EQ(RedisTableLayout::Make("auto", 3, 100'000'000)->name, "pigeonhole");
+  EXPECT_EQ(RedisTableLayout::Make("auto", 3, 10'000'000'000ULL)->name, "nested");
+  EXPECT_FALSE(RedisTableLayout::Make("bogus", 3, 0).ok());
+  // Records read per query at 10^10 documents: ~610k for 4 x 16 bits, ~600 for 16 x 28 bits.
+  EXPECT_NEAR(p->ExpectedRecordsRead(1e10), 610351, 1);
+  EXPECT_LT(n->ExpectedRecordsRead(1e10), 600);
+  EXPECT_EQ(RedisTableLayout::Key(0xF0, 0xFF00FF), 0xF0u);
+  EXPECT_EQ(RedisTableLayout::Key(0xAB0000, 0xFF00FF), 0xAB00u);
+}
+
+TEST(RedisLayout, EveryPairWithinKSharesATable) {
+  std::mt19937_64 rng(42);
+  for (const char* name : {"pigeonhole", "nested", "manku"}) {
+    for (int k : {1, 3, 5}) {
+      auto l = RedisTableLayout::Make(name, k, 0);
+      ASSERT_TRUE(l.ok());
+      for (int i = 0; i < 3000; ++i) {
+        const uint64_t a = rng();
+        uint64_t b = a;
+        const int flips = static_cast<int>(rng() % (k + 1));
+        for (int f = 0; f < flips; ++f) b ^= uint64_t{1} << (rng() % 64);
+        ASSERT_GE(SharedTables(l.value(), a, b), 1) << name << " k=" << k;
+      }
+    }
+  }
+}
+
+// ---- engine --------------------------------------------------------------------
+
+class RedisEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = LocalRedisCluster::Start().release(); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "could not start a local redis cluster"; }
+
+  static RedisEngineOptions Options() {
+    RedisEngineOptions o;
+    o.uri = cluster_->uri();
+    o.lease_ms = 300;
+    return o;
+  }
+  static std::unique_ptr<Engine> Open(const RedisEngineOptions& o) {
+    auto e = OpenRedisClusterEngine(o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+  static std::string UniqueNs(const std::string& base) {
+    static std::atomic<int> n{0};
+    return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
+  }
+
+  static LocalRedisCluster* cluster_;
+};
+
+LocalRedisCluster* RedisEngineTest::cluster_ = nullptr;
+
+const char* kText =
+    "The quick brown fox jumps over the lazy dog near the river bank while the farmer watches from his porch "
+    "and the children play in the field behind the old red barn on a warm summer afternoon";
+const char* kNearText =
+    "The quick brown fox jumps over the lazy dog near the river bank while the farmer watches from his porch "
+    "and the children play in the field behind the old red barn on a warm summer evening";
+const char* kOtherText = "Completely unrelated content about distributed hash tables and consensus protocols in 2026";
+
+TEST_F(RedisEngineTest, CheckInsertReplayQueryAndDelete) {
+  auto e = Open(Options());
+  ASSERT_NE(e, nullptr);
+  const std::string ns = UniqueNs("basic");
+  auto a = e->Check(ns, {"a", kText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->stored);
+  EXPECT_FALSE(a->duplicate);
+
+  auto b = e->Check(ns, {"b", kNearText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_LE(HammingDistance(a->fingerprint, b->fingerprint), 3) << "test texts must be near-duplicates";
+  EXPECT_TRUE(b->duplicate);
+  EXPECT_FALSE(b->stored);
+  ASSERT_EQ(b->matches.size(), 1u);
+  EXPECT_EQ(b->matches[0].id, "a");
+
+  auto exact = e->Check(ns, {"c", kText, std::nullopt}, CheckMode::kQueryOnly);
+  ASSERT_TRUE(exact.ok());
+  ASSERT_EQ(exact->matches.size(), 1u);
+  EXPECT_TRUE(exact->matches[0].exact);
+  EXPECT_EQ(exact->matches[0].distance, 0);
+  EXPECT_EQ(exact->matches[0].similarity, 1.0);
+
+  // Re-sending a stored id is a replay, whatever the text.
+  auto replay = e->Check(ns, {"a", kOtherText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->replay);
+  EXPECT_TRUE(replay->stored);
+  EXPECT_EQ(replay->fingerprint, a->fingerprint);
+
+  auto other = e->Check(ns, {"o", kOtherText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->stored);
+  EXPECT_FALSE(other->duplicate);
+
+  auto info = e->GetDocument(ns, "a");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->fingerprint, a->fingerprint);
+  EXPECT_EQ(e->GetDocument(ns, "b").status().code(), Status::Code::kNotFound);
+
+  ASSERT_TRUE(e->DeleteDocument(ns, "a").ok());
+  EXPECT_EQ(e->GetDocument(ns, "a").status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(e->DeleteDocument(ns, "a").code(), Status::Code::kNotFound);
+  auto after = e->Check(ns, {"b", kNearText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->stored) << "a deleted document never matches";
+
+  // Texts without features match by exact normalized text only.
+  auto p1 = e->Check(ns, {"p1", "!!!", std::nullopt}, CheckMode::kCheckAndInsert);
+  auto p2 = e->Check(ns, {"p2", "!!!", std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(p1.ok() && p2.ok());
+  EXPECT_TRUE(p1->stored);
+  EXPECT_TRUE(p2->duplicate);
+
+  auto stats = e->GetNamespace(ns);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->inserted, 4u);  // a, o, b (after a was deleted), p1
+  EXPECT_EQ(stats->deleted, 1u);
+  EXPECT_EQ(stats->documents, 3u);
+}
+
+TEST_F(RedisEngineTest, NamespacesAreSharedAndSeparate) {
+  auto e1 = Open(Options());
+  auto e2 = Open(Options());
+  ASSERT_TRUE(e1 && e2);
+  const std::string ns = UniqueNs("ns"), other = UniqueNs("ns");
+  NamespaceSettings s;
+  s.k = 2;
+  s.retention_seconds = 3600;
+  bool created = false;
+  ASSERT_TRUE(e1->PutNamespace(ns, s, &created).ok());
+  EXPECT_TRUE(created);
+  auto got = e2->GetNamespace(ns);  // another instance sees it
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->settings.k, 2);
+  const auto names = e2->ListNamespaces();
+  EXPECT_NE(std::find(names.begin(), names.end(), ns), names.end());
+
+  ASSERT_TRUE(e1->Check(ns, {"a", kText, std::nullopt}, CheckMode::kCheckAndInsert)->stored);
+  // Another namespace never sees it.
+  auto elsewhere = e2->Check(other, {"x", kText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_TRUE(elsewhere->stored);
+  // Settings: k within the layout is fine; past it, or a scheme change with documents, is refused.
+  s.k = 3;
+  ASSERT_TRUE(e2->PutNamespace(ns, s, &created).ok());
+  EXPECT_FALSE(created);
+  s.k = 6;
+  EXPECT_EQ(e2->PutNamespace(ns, s, &created).code(), Status::Code::kFailedPrecondition);
+  s.k = 3;
+  s.tokenizer = "icu-words";
+  EXPECT_EQ(e2->PutNamespace(ns, s, &created).code(), Status::Code::kFailedPrecondition);
+
+  ASSERT_TRUE(e2->DeleteNamespace(ns).ok());
+  EXPECT_EQ(e1->GetNamespace(ns).status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(e1->DeleteNamespace(ns).code(), Status::Code::kNotFound);
+  // Re-created (auto-create on first use): empty, even for the instance that cached the old one.
+  auto fresh = e1->Check(ns, {"b", kText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_TRUE(fresh->stored);
+  EXPECT_FALSE(fresh->duplicate);
+
+  RedisEngineOptions strict = Options();
+  strict.auto_create = false;
+  auto e3 = Open(strict);
+  EXPECT_EQ(e3->Check(UniqueNs("missing"), {"a", kText, std::nullopt}, CheckMode::kCheckAndInsert).status().code(),
+            Status::Code::kNotFound);
+}
+
+TEST_F(RedisEngineTest, RetentionAndBatches) {
+  std::atomic<int64_t> offset{0};
+  RedisEngineOptions o = Options();
+  o.clock_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+               .count() +
+           offset.load();
+  };
+  auto e = Open(o);
+  const std::string ns = UniqueNs("ret");
+  NamespaceSettings s;
+  s.retention_seconds = 3600;
+  ASSERT_TRUE(e->PutNamespace(ns, s, nullptr).ok());
+  // A batch decides in order: the second is a duplicate of the first.
+  std::vector<DocumentInput> docs = {{"a", kText, std::nullopt}, {"b", kNearText, std::nullopt}};
+  std::vector<Result<CheckOutcome>> out;
+  ASSERT_TRUE(e->CheckBatch(ns, docs, CheckMode::kCheckAndInsert, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0]->stored);
+  EXPECT_TRUE(out[1]->duplicate);
+  // Two hours later "a" is past retention: it never matches and is not found.
+  offset = 2 * 3600 * 1000;
+  auto later = e->Check(ns, {"c", kNearText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(later.ok());
+  EXPECT_FALSE(later->duplicate);
+  EXPECT_TRUE(later->stored);
+  EXPECT_EQ(e->GetDocument(ns, "a").status().code(), Status::Code::kNotFound);
+  // A document whose own timestamp is past retention is answered, not stored.
+  const int64_t old_ts = o.clock_ms() - 2 * 3600 * 1000;
+  auto old = e->Check(ns, {"d", kOtherText, old_ts}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->stored);
+}
+
+// ---- exactly one kept, across instances ------------------------------------------
+
+// Up to `want` texts whose fingerprints are pairwise within k = 3 (so every
+// pair is a near-duplicate), built from one random base.
+std::vector<std::string> NearDuplicateGroup(std::mt19937_64& rng, size_t want) {
+  static const char* words[] = {"alpha", "bravo", "charlie", "delta", "echo",  "foxtrot", "golf",  "hotel",
+                                "india", "juliet", "kilo",   "lima",  "mike",  "november", "oscar", "papa",
+                                "quebec", "romeo", "sierra", "tango", "umbra", "victor",  "whisky", "xray"};
+  std::string base;
+  for (int i = 0; i < 60; ++i) base += std::string(words[rng() % 24]) + std::to_string(rng() % 50) + " ";
+  FingerprintOptions fo;
+  auto fper = Fingerprinter::Create(fo);
+  std::vector<std::string> group = {base};
+  std::vector<uint64_t> fps = {fper->Compute(base)};
+  for (int tries = 0; tries < 200 && group.size() < want; ++tries) {
+    std::string v = base;
+    v += std::string(words[rng() % 24]) + std::to_string(rng() % 50);
+    const uint64_t f = fper->Compute(v);
+    bool ok = true;
+    for (uint64_t g : fps) ok = ok && HammingDistance(f, g) <= 3;
+    if (ok) {
+      group.push_back(v);
+      fps.push_back(f);
+    }
+  }
+  while (group.size() < want) group.push_back(base);  // identical texts are near-duplicates too
+  return group;
+}
+
+std::string DocName(size_t i) {
+  std::string s = "doc";
+  s += std::to_string(i);
+  return s;
+}
+
+struct RaceResult {
+  int kept = 0;
+  bool ok = true;
+  std::string why;
+};
+
+// Sends `texts` at the same moment from one thread each, alternating
+// between the engines; a check that fails with kUnavailable (an abandoned
+// attempt, a peer that never committed) is retried on the other engine, as
+// an HTTP client retries a 503 or a reset connection.
+RaceResult Race(std::vector<Engine*> engines, const std::string& ns, const std::vector<std::string>& texts) {
+  const size_t n = texts.size();
+  std::vector<Result<CheckOutcome>> answers(n, Status::Unavailable("not run"));
+  std::barrier start(static_cast<std::ptrdiff_t>(n));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      for (int attempt = 0; attempt < 30; ++attempt) {
+        Engine* e = engines[(i + attempt) % engines.size()];
+        answers[i] = e->Check(ns, {DocName(i), texts[i], std::nullopt}, CheckMode::kCheckAndInsert);
+        if (answers[i].ok() || answers[i].status().code() != Status::Code::kUnavailable) break;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  RaceResult r;
+  std::string kept_id;
+  for (size_t i = 0; i < n; ++i) {
+    if (!answers[i].ok()) {
+      r.ok = false;
+      r.why += DocName(i) + ": " + answers[i].status().ToString() + "; ";
+      continue;
+    }
+    if (answers[i]->stored) {
+      ++r.kept;
+      kept_id = DocName(i);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!answers[i].ok() || answers[i]->stored) continue;
+    // Every other answer names the kept document.
+    if (!answers[i]->duplicate || answers[i]->matches.empty() || answers[i]->matches[0].id != kept_id) {
+      r.ok = false;
+      r.why += DocName(i) + " not named as duplicate of " + kept_id + "; ";
+    }
+  }
+  // The store agrees: exactly the kept one is found.
+  int found = 0;
+  for (size_t i = 0; i < n; ++i) found += engines[0]->GetDocument(ns, DocName(i)).ok();
+  if (found != r.kept) {
+    r.ok = false;
+    r.why += "GetDocument found " + std::to_string(found) + "; ";
+  }
+  return r;
+}
+
+// Random stalls between protocol steps: mostly short, sometimes longer than
+// the lease (300 ms), so peers fence a stalled instance's pending record.
+std::function<bool(std::string_view)> Staller(uint64_t seed, double abandon_probability) {
+  auto rng = std::make_shared<std::mt19937_64>(seed);
+  auto mu = std::make_shared<std::mutex>();
+  return [rng, mu, abandon_probability](std::string_view) {
+    int sleep_us = 0;
+    bool abandon = false;
+    {
+      std::lock_guard lk(*mu);
+      const double u = std::uniform_real_distribution<double>(0, 1)(*rng);
+      if (u < 0.03) {
+        sleep_us = 350000 + static_cast<int>((*rng)() % 100000);  // past the lease
+      } else if (u < 0.15) {
+        sleep_us = 5000 + static_cast<int>((*rng)() % 30000);
+      } else {
+        sleep_us = static_cast<int>((*rng)() % 3000);
+      }
+      abandon = std::uniform_real_distribution<double>(0, 1)(*rng) < abandon_probability;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    return !abandon;
+  };
+}
+
+TEST_F(RedisEngineTest, ExactlyOneKeptAcrossInstancesWithStalls) {
+  RedisEngineOptions o1 = Options(), o2 = Options();
+  o1.step_hook = Staller(1, 0.0);
+  o2.step_hook = Staller(2, 0.0);
+  auto e1 = Open(o1), e2 = Open(o2);
+  ASSERT_TRUE(e1 && e2);
+  std::mt19937_64 rng(99);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  int trials = 0;
+  for (; trials < 60 && std::chrono::steady_clock::now() < deadline; ++trials) {
+    const std::string ns = UniqueNs("race");
+    const auto texts = NearDuplicateGroup(rng, 2 + trials % 3);
+    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts);
+    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
+    ASSERT_EQ(r.kept, 1) << "trial " << trials;
+  }
+  EXPECT_GE(trials, 10);
+  std::printf("[          ] %d trials, exactly one kept in each\n", trials);
+}
+
+TEST_F(RedisEngineTest, ExactlyOneKeptWhenInstancesDieMidway) {
+  // A quarter of the protocol steps "crash": the check stops right there
+  // (records left pending, or kept without an answer) and the client retries
+  // on the other instance; the peers fence what the dead one left.
+  RedisEngineOptions o1 = Options(), o2 = Options();
+  o1.step_hook = Staller(3, 0.25);
+  o2.step_hook = Staller(4, 0.25);
+  auto e1 = Open(o1), e2 = Open(o2);
+  ASSERT_TRUE(e1 && e2);
+  std::mt19937_64 rng(7);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  int trials = 0;
+  for (; trials < 60 && std::chrono::steady_clock::now() < deadline; ++trials) {
+    const std::string ns = UniqueNs("crash");
+    const auto texts = NearDuplicateGroup(rng, 2 + trials % 2);
+    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts);
+    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
+    ASSERT_EQ(r.kept, 1) << "trial " << trials;
+  }
+  EXPECT_GE(trials, 10);
+  std::printf("[          ] %d trials, exactly one kept in each\n", trials);
+}
+
+}  // namespace
+}  // namespace neardup
