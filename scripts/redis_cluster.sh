@@ -4,6 +4,8 @@
 #
 #   scripts/redis_cluster.sh start DIR BASEPORT   # prints the seed list, exits 0 once cluster_state:ok
 #   scripts/redis_cluster.sh stop  DIR BASEPORT   # SIGTERM by pid, then SIGKILL the ones still alive
+#   scripts/redis_cluster.sh start-node DIR BASEPORT PORT   # restart one node (after kill -9) from its
+#                                                 # nodes.conf + AOF: it rejoins, as a replica if it was failed over
 #
 # Each node: cluster-enabled, appendonly (everysec), no RDB snapshots, node
 # timeout 2000 ms (failover in ~4 s), min-replicas-to-write 1 (a master that
@@ -15,9 +17,9 @@
 # Env: REDIS_SERVER, REDIS_CLI (default: from PATH); REDIS_CLUSTER_MAXMEMORY (default 256mb).
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop|status DIR BASEPORT" >&2; exit 2; }
-[[ $# -eq 3 ]] || usage
-cmd=$1 dir=$2 base=$3
+usage() { echo "usage: $0 start|stop|status DIR BASEPORT | start-node DIR BASEPORT PORT" >&2; exit 2; }
+[[ $# -eq 3 || ( $# -eq 4 && $1 == start-node ) ]] || usage
+cmd=$1 dir=$2 base=$3 node_port=${4:-}
 [[ $base =~ ^[0-9]+$ ]] && (( base >= 1024 && base + 5 + 10000 <= 65535 )) || { echo "bad BASEPORT $base" >&2; exit 2; }
 server=${REDIS_SERVER:-redis-server}
 cli=${REDIS_CLI:-redis-cli}
@@ -76,6 +78,16 @@ replica_synced() {
   grep -q '^master_link_status:up' <<<"$info"
 }
 
+launch_node() {
+  local p=$1
+  "$server" --port "$p" --bind 127.0.0.1 --dir "$dir/$p" \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+      --appendonly yes --appendfsync everysec --save "" \
+      --min-replicas-to-write 1 --min-replicas-max-lag 10 --repl-diskless-sync-delay 0 \
+      --maxmemory "$maxmem" --maxmemory-policy noeviction \
+      --daemonize yes --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" >/dev/null
+}
+
 start_nodes() {
   mkdir -p "$dir"
   local p
@@ -86,12 +98,7 @@ start_nodes() {
     fi
     rm -rf "${dir:?}/$p"
     mkdir -p "$dir/$p"
-    "$server" --port "$p" --bind 127.0.0.1 --dir "$dir/$p" \
-      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
-      --appendonly yes --appendfsync everysec --save "" \
-      --min-replicas-to-write 1 --min-replicas-max-lag 10 --repl-diskless-sync-delay 0 \
-      --maxmemory "$maxmem" --maxmemory-policy noeviction \
-      --daemonize yes --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" >/dev/null
+    launch_node "$p"
   done
   for p in "${ports[@]}"; do
     wait_for 10 "$cli" -h 127.0.0.1 -p "$p" ping || { echo "node $p did not start" >&2; return 1; }
@@ -121,6 +128,11 @@ case $cmd in
     (IFS=,; echo "redis-cluster://${ports[*]/#/127.0.0.1:}")
     ;;
   stop) stop_nodes ;;
+  start-node)
+    [[ " ${ports[*]} " == *" $node_port "* && -f $dir/$node_port/nodes.conf ]] || { echo "no node $node_port in $dir" >&2; exit 2; }
+    launch_node "$node_port"
+    wait_for 10 "$cli" -h 127.0.0.1 -p "$node_port" ping || { echo "node $node_port did not start" >&2; exit 1; }
+    ;;
   status)
     for p in "${ports[@]}"; do
       printf '%s ' "$p"; node_ok "$p" && echo ok || echo down

@@ -22,6 +22,7 @@ namespace neardup {
 namespace {
 
 using testing::LocalRedisCluster;
+using testing::NearDuplicateGroup;
 
 // ---- layouts (no cluster) ----------------------------------------------------
 
@@ -256,33 +257,6 @@ TEST_F(RedisEngineTest, RetentionAndBatches) {
 }
 
 // ---- exactly one kept, across instances ------------------------------------------
-
-// Up to `want` texts whose fingerprints are pairwise within k = 3 (so every
-// pair is a near-duplicate), built from one random base.
-std::vector<std::string> NearDuplicateGroup(std::mt19937_64& rng, size_t want) {
-  static const char* words[] = {"alpha", "bravo", "charlie", "delta", "echo",  "foxtrot", "golf",  "hotel",
-                                "india", "juliet", "kilo",   "lima",  "mike",  "november", "oscar", "papa",
-                                "quebec", "romeo", "sierra", "tango", "umbra", "victor",  "whisky", "xray"};
-  std::string base;
-  for (int i = 0; i < 60; ++i) base += std::string(words[rng() % 24]) + std::to_string(rng() % 50) + " ";
-  FingerprintOptions fo;
-  auto fper = Fingerprinter::Create(fo);
-  std::vector<std::string> group = {base};
-  std::vector<uint64_t> fps = {fper->Compute(base)};
-  for (int tries = 0; tries < 200 && group.size() < want; ++tries) {
-    std::string v = base;
-    v += std::string(words[rng() % 24]) + std::to_string(rng() % 50);
-    const uint64_t f = fper->Compute(v);
-    bool ok = true;
-    for (uint64_t g : fps) ok = ok && HammingDistance(f, g) <= 3;
-    if (ok) {
-      group.push_back(v);
-      fps.push_back(f);
-    }
-  }
-  while (group.size() < want) group.push_back(base);  // identical texts are near-duplicates too
-  return group;
-}
 
 std::string DocName(size_t i) {
   std::string s = "doc";

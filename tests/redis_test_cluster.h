@@ -12,8 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "neardup/fingerprint.h"
 
 namespace neardup::testing {
 
@@ -57,6 +60,12 @@ class LocalRedisCluster {
     }
     return u;
   }
+  // Starts the node on `port` again (after a kill -9) from its nodes.conf and AOF.
+  bool RestartNode(int port) const {
+    std::string arg = " ";
+    arg += std::to_string(port);
+    return Run("start-node", arg);
+  }
   // The pid of the node on `port` (0 if unknown).
   pid_t Pid(int port) const {
     std::ifstream in(dir_ + "/" + std::to_string(port) + "/redis.pid");
@@ -72,9 +81,9 @@ class LocalRedisCluster {
               ("neardup-redis-" + std::to_string(getpid()) + "-" + std::to_string(base)))
                  .string()) {}
 
-  bool Run(const char* what) const {
+  bool Run(const char* what, const std::string& extra = "") const {
     const std::string cmd = std::string(NEARDUP_SOURCE_DIR) + "/scripts/redis_cluster.sh " + what + " " + dir_ + " " +
-                            std::to_string(base_) + " >/dev/null";
+                            std::to_string(base_) + extra + " >/dev/null";
     return std::system(cmd.c_str()) == 0;
   }
 
@@ -82,6 +91,33 @@ class LocalRedisCluster {
   std::string dir_;
   bool stopped_ = false;
 };
+
+// Up to `want` texts whose fingerprints are pairwise within k = 3 (so every
+// pair is a near-duplicate), built from one random base.
+inline std::vector<std::string> NearDuplicateGroup(std::mt19937_64& rng, size_t want) {
+  static const char* words[] = {"alpha", "bravo", "charlie", "delta", "echo",  "foxtrot", "golf",  "hotel",
+                                "india", "juliet", "kilo",   "lima",  "mike",  "november", "oscar", "papa",
+                                "quebec", "romeo", "sierra", "tango", "umbra", "victor",  "whisky", "xray"};
+  std::string base;
+  for (int i = 0; i < 60; ++i) base += std::string(words[rng() % 24]) + std::to_string(rng() % 50) + " ";
+  FingerprintOptions fo;
+  auto fper = Fingerprinter::Create(fo);
+  std::vector<std::string> group = {base};
+  std::vector<uint64_t> fps = {fper->Compute(base)};
+  for (int tries = 0; tries < 200 && group.size() < want; ++tries) {
+    std::string v = base;
+    v += std::string(words[rng() % 24]) + std::to_string(rng() % 50);
+    const uint64_t f = fper->Compute(v);
+    bool ok = true;
+    for (uint64_t g : fps) ok = ok && HammingDistance(f, g) <= 3;
+    if (ok) {
+      group.push_back(v);
+      fps.push_back(f);
+    }
+  }
+  while (group.size() < want) group.push_back(base);  // identical texts are near-duplicates too
+  return group;
+}
 
 }  // namespace neardup::testing
 
