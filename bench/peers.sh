@@ -10,6 +10,7 @@
 #   small     N = 1M, 10M: every method, PostgreSQL included
 #   50m       N = 50M: neardup, brute force, faiss Flat / Hash / MultiHash
 #             (configurations that fit the memory cap), PostgreSQL if PEERS_PG_50M=1
+#   pg50m     N = 50M: neardup and PostgreSQL only (not in the default list: ~15 min)
 #   100m      N = 100M at k = 3 and 6: neardup, brute force, faiss Flat
 #   selfjoin  all near-duplicate pairs within N = 10M and 50M, k = 3:
 #             neardup vs faiss MultiHash range_search over the whole set
@@ -142,6 +143,13 @@ if has_stage 50m; then
   else
     run_bench 50m --n 50000000 --k 3,6 --queries 1000 --seed "$SEED" --budget "$BUDGET" --methods "$M50"
   fi
+fi
+
+if has_stage pg50m; then   # PostgreSQL alone at 50M (same data and queries as stage 50m)
+  pg_start
+  run_bench pg50m --n 50000000 --k 3,6 --queries 1000 --seed "$SEED" --budget "$BUDGET" --methods neardup,pg \
+    --pg "$PG_CONNINFO"
+  pg_stop
 fi
 
 if has_stage 100m; then
