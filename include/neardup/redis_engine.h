@@ -49,7 +49,7 @@ struct RedisTableLayout {
   // nested: k+1 outer blocks, each combined with one of k+1 blocks of the
   //   other bits ((k+1)^2 tables; k=3: 16 tables, 28-bit keys).
   // manku: k+3 blocks, one table per 3 of them (C(k+3,3) tables; k=3: 20
-  //   tables, 32-bit keys).
+  //   tables, 31-33-bit keys).
   // auto: pigeonhole while a bucket holds <= 4096 records at
   //   expected_documents, else nested.
   // kInvalidArgument for an unknown name or k outside 0..8.
