@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <limits>
@@ -954,7 +955,62 @@ class RedisClusterEngine final : public Engine {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> OpenRedisClusterEngine(const RedisEngineOptions& options) {
+namespace {
+
+// "key=value&key=value" after the '?' of the uri: per-deployment options that
+// `neardup serve --store` passes through without flags of its own.
+Status ApplyUriOptions(std::string_view query, RedisEngineOptions* o) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view kv = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) return Status::InvalidArgument("store option \"" + std::string(kv) + "\" is not key=value");
+    const std::string_view key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    int64_t v = 0;
+    const bool is_int = ParseI64(value, &v) && v > 0;
+    auto bad = [&] { return Status::InvalidArgument("store option " + std::string(kv) + ": expected a positive integer"); };
+    if (key == "layout") {
+      o->layout = std::string(value);
+    } else if (key == "expected_documents") {
+      // Also accepts 1e9-style values.
+      double d = 0;
+      try {
+        d = std::stod(std::string(value));
+      } catch (...) {
+        return bad();
+      }
+      if (!(d >= 1 && d <= 1e15)) return bad();
+      o->expected_documents = static_cast<uint64_t>(d);
+    } else if (key == "lease_ms") {
+      if (!is_int) return bad();
+      o->lease_ms = v;
+    } else if (key == "windows_per_retention") {
+      if (!is_int || v > 64) return bad();
+      o->windows_per_retention = static_cast<int>(v);
+    } else if (key == "wait_timeout_ms") {
+      if (!is_int || v > 60000) return bad();
+      o->wait_timeout_ms = static_cast<int>(v);
+    } else if (key == "retry_budget_ms") {
+      if (!is_int || v > 3600000) return bad();
+      o->retry_budget_ms = static_cast<int>(v);
+    } else {
+      return Status::InvalidArgument("unknown store option \"" + std::string(key) +
+                                     "\" (layout, expected_documents, lease_ms, windows_per_retention, "
+                                     "wait_timeout_ms, retry_budget_ms)");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> OpenRedisClusterEngine(const RedisEngineOptions& given) {
+  RedisEngineOptions options = given;
+  if (const size_t q = options.uri.find('?'); q != std::string::npos) {
+    NEARDUP_RETURN_IF_ERROR(ApplyUriOptions(std::string_view(options.uri).substr(q + 1), &options));
+    options.uri.resize(q);
+  }
   auto seeds = ParseRedisClusterUri(options.uri);
   if (!seeds.ok()) return seeds.status();
   NEARDUP_RETURN_IF_ERROR(options.default_settings.Validate());

@@ -72,6 +72,19 @@ TEST(RedisLayout, EveryPairWithinKSharesATable) {
   }
 }
 
+TEST(RedisEngineOptions, UriOptionsAreCheckedBeforeConnecting) {
+  RedisEngineOptions o;
+  o.uri = "redis-cluster://127.0.0.1:1?layout=bogus";
+  EXPECT_EQ(OpenRedisClusterEngine(o).status().code(), Status::Code::kInvalidArgument);
+  o.uri = "redis-cluster://127.0.0.1:1?lease_ms=-5";
+  EXPECT_EQ(OpenRedisClusterEngine(o).status().code(), Status::Code::kInvalidArgument);
+  o.uri = "redis-cluster://127.0.0.1:1?colour=red";
+  EXPECT_EQ(OpenRedisClusterEngine(o).status().code(), Status::Code::kInvalidArgument);
+  // Valid options: the failure is now the unreachable seed.
+  o.uri = "redis-cluster://127.0.0.1:1?layout=nested&expected_documents=1e10&lease_ms=500";
+  EXPECT_EQ(OpenRedisClusterEngine(o).status().code(), Status::Code::kUnavailable);
+}
+
 // ---- engine --------------------------------------------------------------------
 
 class RedisEngineTest : public ::testing::Test {
@@ -172,6 +185,20 @@ TEST_F(RedisEngineTest, CheckInsertReplayQueryAndDelete) {
   EXPECT_EQ(stats->inserted, 4u);  // a, o, b (after a was deleted), p1
   EXPECT_EQ(stats->deleted, 1u);
   EXPECT_EQ(stats->documents, 3u);
+}
+
+TEST_F(RedisEngineTest, NestedLayoutFromTheUri) {
+  RedisEngineOptions o = Options();
+  o.uri += "?layout=auto&expected_documents=1e10";
+  auto e = Open(o);
+  ASSERT_NE(e, nullptr);
+  const std::string ns = UniqueNs("nested");
+  ASSERT_TRUE(e->Check(ns, {"a", kText, std::nullopt}, CheckMode::kCheckAndInsert)->stored);
+  auto b = e->Check(ns, {"b", kNearText, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(b->duplicate);
+  ASSERT_EQ(b->matches.size(), 1u);
+  EXPECT_EQ(b->matches[0].id, "a");
 }
 
 TEST_F(RedisEngineTest, NamespacesAreSharedAndSeparate) {

@@ -62,7 +62,11 @@ struct RedisTableLayout {
 };
 
 struct RedisEngineOptions {
-  std::string uri;                      // redis-cluster://host:port,host:port,...
+  // redis-cluster://host:port,host:port,...[?key=value&...] where the keys
+  // layout, expected_documents, lease_ms, windows_per_retention,
+  // wait_timeout_ms and retry_budget_ms override the fields below (so that
+  // `neardup serve --store URI` can set them).
+  std::string uri;
   NamespaceSettings default_settings;   // for auto-created namespaces
   bool auto_create = true;
   std::string layout = "auto";          // of namespaces created by this engine
