@@ -17,6 +17,8 @@ import http.client
 import json
 import os
 import random
+import re
+import select
 import shutil
 import signal
 import subprocess
@@ -39,22 +41,24 @@ def request(port, method, path, body=None, timeout=20):
 
 
 class Server:
-    def __init__(self, cli, uri, port, log):
-        self.cli, self.uri, self.port, self.log = cli, uri, port, log
+    """One `neardup serve --store` process on a free port (--listen 127.0.0.1:0); port stays across restarts."""
+
+    def __init__(self, cli, uri, log):
+        self.cli, self.uri, self.log = cli, uri, log
+        self.port = 0
         self.proc = None
 
     def start(self):
         self.proc = subprocess.Popen(
             [self.cli, "serve", "--store", self.uri, "--listen", f"127.0.0.1:{self.port}", "--threads", "16"],
-            stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"))
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                if request(self.port, "GET", "/healthz", timeout=1)[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"serve on {self.port} did not start (see {self.log})")
+            stdout=subprocess.PIPE, stderr=open(self.log, "ab"), text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 15)
+        line = self.proc.stdout.readline() if ready else ""
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        if not m:
+            self.kill9()
+            raise RuntimeError(f"serve did not start: {line!r} (see {self.log})")
+        self.port = int(m.group(1))
 
     def kill9(self):
         if self.proc and self.proc.poll() is None:
@@ -98,19 +102,26 @@ def main():
 
     rng = random.Random(os.getpid())
     base = args.base_port or 16000 + (os.getpid() * 7919 % 500) * 6
-    http_ports = [base + 3000 + 10, base + 3000 + 11]
     work = tempfile.mkdtemp(prefix="neardup-kill9race-")
     script = os.path.join(ROOT, "scripts", "redis_cluster.sh")
     servers = []
     started = False
     try:
-        out = subprocess.run([script, "start", work + "/redis", str(base)], check=True, capture_output=True,
-                             text=True, timeout=120)
-        started = True
+        for attempt in range(4):  # another test may hold these ports: try other bases
+            out = subprocess.run([script, "start", work + "/redis", str(base)], capture_output=True, text=True,
+                                 timeout=120)
+            started = True
+            if out.returncode == 0:
+                break
+            subprocess.run([script, "stop", work + "/redis", str(base)], timeout=60)
+            base = 16000 + (base - 16000 + 6 * 131) % 3000
+        else:
+            raise RuntimeError("could not start a redis cluster: " + out.stderr)
         uri = out.stdout.strip().splitlines()[-1]
-        servers = [Server(args.cli, uri, p, f"{work}/serve-{p}.log") for p in http_ports]
+        servers = [Server(args.cli, uri, f"{work}/serve-{i}.log") for i in range(2)]
         for s in servers:
             s.start()
+        http_ports = [s.port for s in servers]
         texts_base = "the fenced protocol keeps exactly one of these near duplicate texts trial "
         end = time.time() + args.seconds
         failures, kills, trials = [], 0, 0
