@@ -12,6 +12,7 @@
 #             (configurations that fit the memory cap), PostgreSQL if PEERS_PG_50M=1
 #   pg50m     N = 50M: neardup and PostgreSQL only (not in the default list: ~15 min)
 #   100m      N = 100M at k = 3 and 6: neardup, brute force, faiss Flat
+#   100mx     N = 100M: neardup beside faiss Hash b=16 and MultiHash 4x16 (optional, ~15 min)
 #   selfjoin  all near-duplicate pairs within N = 10M and 50M, k = 3:
 #             neardup vs faiss MultiHash range_search over the whole set
 #
@@ -157,15 +158,20 @@ if has_stage 100m; then
     --methods neardup,brute,faiss-flat
 fi
 
+if has_stage 100mx; then   # faiss's hash indexes that fit at 100M, beside neardup (same data and queries as 100m)
+  run_bench 100mx --n 100000000 --k 3,6 --queries 1000 --seed "$SEED" --budget "$BUDGET" \
+    --methods neardup,faiss-hash16,faiss-mhash4x16
+fi
+
 if has_stage selfjoin; then
   out="$RESULTS/peers-selfjoin-$DATE.txt"
   echo "== self-join -> $out"
   machine >"$out"
   # faiss MultiHash 2x32 is the fastest faiss index at k = 3 but holds ~180 B per fingerprint:
   # at 50M (~9 GB) it would pass the memory cap, so 50M uses 4x16 on the first 200k rows,
-  # extrapolated (labelled join_s_extrapolated).
+  # extrapolated (labelled join_s_extrapolated); neardup on the same 200k rows checks its answer.
   for spec in "10000000 neardup" "10000000 faiss-mhash2x32" \
-              "50000000 neardup" "50000000 faiss-mhash4x16 --rows 200000"; do
+              "50000000 neardup" "50000000 faiss-mhash4x16 --rows 200000" "50000000 neardup --rows 200000"; do
     set -- $spec
     n=$1 method=$2
     shift 2
