@@ -245,7 +245,7 @@ TEST_F(RedisClusterTest, TryAgainIsRetriedUntilTheMigrationEnds) {
   auto impatient = Connect(/*retry_budget_ms=*/300);
   auto r = impatient->Execute({"MGET", a, b}, a);
   EXPECT_EQ(r.status().code(), Status::Code::kUnavailable) << r.status().ToString();
-  EXPECT_GE(impatient->stats().tryagain, 2u);
+  EXPECT_GE(impatient->stats().tryagain, 1u);
 
   // With the default budget the call outlasts the migration and succeeds.
   std::thread finisher([&] {
