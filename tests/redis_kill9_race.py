@@ -86,8 +86,8 @@ def check(ports, first, ns, doc_id, text, deadline):
                 return body
             if status != 503:
                 return {"error": status, "body": body}
-        except OSError:
-            pass  # killed mid-request, or not up yet
+        except (OSError, http.client.HTTPException, ValueError):
+            pass  # killed mid-request or mid-answer (IncompleteRead, truncated JSON), or not up yet
         time.sleep(0.02 * min(attempt, 10))
     return None
 
