@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
           std::string body = "{\"documents\":[";
           for (long long i = begin; i < end; ++i) {
             if (i > begin) body += ',';
-            body += "{\"id\":\"pre-" + std::to_string(i) + "\",\"text\":\"" +
+            body += "{\"id\":\"pre-" + std::to_string(seed) + "-" + std::to_string(i) + "\",\"text\":\"" +
                     JsonEscape(Utf8(NewText(corpus, rng))) + "\"}";
           }
           body += "]}";
@@ -191,6 +191,8 @@ int main(int argc, char** argv) {
       cli.set_keep_alive(true);
       cli.set_tcp_nodelay(true);  // no Nagle + delayed-ACK 40 ms stalls on small requests
       std::mt19937_64 rng(seed * 7919 + 1000 + w);
+      // Ids unique per run too: a re-sent id is a replay, answered without work.
+      const std::string id_prefix = std::to_string(seed) + "-w" + std::to_string(w) + "-";
       std::vector<std::u32string> mine;
       std::vector<double> lat;
       long long i = 0;
@@ -211,13 +213,13 @@ int main(int argc, char** argv) {
         };
         if (batch == 1) {
           path = "/v1/namespaces/" + ns + "/check";
-          body = "{\"id\":\"w" + std::to_string(w) + "-" + std::to_string(i++) + "\",\"text\":\"" + make_text() + "\"}";
+          body = "{\"id\":\"" + id_prefix + std::to_string(i++) + "\",\"text\":\"" + make_text() + "\"}";
         } else {
           path = "/v1/namespaces/" + ns + "/batch?mode=check";
           body = "{\"documents\":[";
           for (int b = 0; b < batch; ++b) {
             if (b) body += ',';
-            body += "{\"id\":\"w" + std::to_string(w) + "-" + std::to_string(i++) + "\",\"text\":\"" + make_text() + "\"}";
+            body += "{\"id\":\"" + id_prefix + std::to_string(i++) + "\",\"text\":\"" + make_text() + "\"}";
           }
           body += "]}";
         }

@@ -24,8 +24,14 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 step "tsan build + concurrent tests"
 scripts/build.sh tsan
+# RocksStoreTest.ConcurrentApplyFromFourThreads exercises RocksDB's own write
+# group (many threads calling DB::Write): the leader thread hands results back
+# to followers through spin-waits inside librocksdb, which is not instrumented,
+# so TSan sees no happens-before and reports heap reuse as a race. neardup
+# itself writes from one committer thread; the test still runs in the release
+# and ASan stages.
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 \
-  -R 'Thread|Parallel|Concurren|BatchSearch|Determinis'
+  -R 'Thread|Parallel|Concurren|BatchSearch|Determinis' -E '^RocksStoreTest\.ConcurrentApply'
 
 step "fuzz smoke (libFuzzer, bounded)"
 scripts/build.sh fuzz

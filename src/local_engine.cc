@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -275,30 +279,41 @@ class LocalEngine final : public Engine {
                                           j["scheme_id"].get<std::string>() + "); this build computes " +
                                           n.fingerprinter->scheme_name() + ": refusing to mix them");
       }
+      // The store yields documents in key (id) order; the index is rebuilt in
+      // number (arrival) order. Records are decoded as they arrive and their
+      // raw bytes dropped, so the sort holds each document once.
       std::vector<StoredDocument> docs;
-      NEARDUP_RETURN_IF_ERROR(store_->Scan(name, [&](StoredDocument&& d) {
-        docs.push_back(std::move(d));
-        return Status::OK();
-      }));
-      std::sort(docs.begin(), docs.end(),
-                [](const StoredDocument& a, const StoredDocument& b) { return a.number < b.number; });
       const int64_t cutoff = n.Cutoff(now);
-      for (StoredDocument& d : docs) {
+      NEARDUP_RETURN_IF_ERROR(store_->Scan(name, [&](StoredDocument&& d) {
         n.next_number = std::max(n.next_number, d.number + 1);
         if (d.timestamp_ms < cutoff) {  // expired while we were down
           expired.push_back(StoreWrite{StoreWrite::Op::kDelete, name, StoredDocument{d.id}});
-          continue;
+          return Status::OK();
         }
         Status decoded = DecodeSignatureExtra(d.extra, &d.signature);
         if (!decoded.ok()) {
           return Status(decoded.code(), "namespace \"" + name + "\", document \"" + d.id + "\": " + decoded.message());
         }
+        std::string().swap(d.extra);
+        docs.push_back(std::move(d));
+        return Status::OK();
+      }));
+      std::sort(docs.begin(), docs.end(),
+                [](const StoredDocument& a, const StoredDocument& b) { return a.number < b.number; });
+      for (StoredDocument& d : docs) {
         NEARDUP_RETURN_IF_ERROR(n.set->Insert(d.number, d.signature));
         n.by_id.emplace(d.id, d.number);
         n.Append(d.number, DocMeta(std::move(d.id), d.signature, d.timestamp_ms, 0));
+        d = StoredDocument{};  // its sketch now lives in the set
       }
+      std::vector<StoredDocument>().swap(docs);
       namespaces_.emplace(name, std::move(ns).value());
     }
+#ifdef __GLIBC__
+    // The rebuild freed as much as it keeps (decoded records, the sort's
+    // vector): hand the free pages back, or the process stays at its peak.
+    malloc_trim(0);
+#endif
     if (!expired.empty()) NEARDUP_RETURN_IF_ERROR(store_->Apply(expired));
     committer_ = std::make_unique<Committer>(store_.get(), options_.max_commit_batch,
                                              [this](const std::vector<StoreWrite>& w) { ForgetFailed(w); });
