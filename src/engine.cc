@@ -25,7 +25,11 @@ namespace {
 // fields, each range-checked by NearDupSet::ValidateOptions afterwards.
 Status ParseRecheck(const nlohmann::json& j, RecheckOptions* r) {
   if (!j.is_object()) return Status::InvalidArgument("field \"recheck\" must be a JSON object");
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named references, not a structured binding: clang 14 (the fuzz build)
+    // refuses lambdas that capture structured bindings.
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     const std::string field = "recheck." + key;
     auto get_int = [&](int* out) -> Status {
       if (!value.is_number_integer()) return Status::InvalidArgument("field \"" + field + "\" must be an integer");
@@ -81,7 +85,9 @@ Result<NamespaceSettings> NamespaceSettings::FromJson(std::string_view text, con
   if (j.is_discarded()) return Status::InvalidArgument("settings are not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument("settings must be a JSON object");
   NamespaceSettings s = base;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // not a structured binding: see ParseRecheck
+    const nlohmann::json& value = item.value();
     auto need_int = [&](const char* name) -> Status {
       if (!value.is_number_integer()) return Status::InvalidArgument(std::string("field \"") + name + "\" must be an integer");
       return Status::OK();

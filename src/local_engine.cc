@@ -263,7 +263,11 @@ class LocalEngine final : public Engine {
     NEARDUP_RETURN_IF_ERROR(store_->ListNamespaces(&records));
     const int64_t now = options_.clock_ms();
     std::vector<StoreWrite> expired;
-    for (auto& [name, record] : records) {
+    for (auto& entry : records) {
+      // Named references, not a structured binding: the scan callback below
+      // captures them, which clang 14 refuses for bindings.
+      const std::string& name = entry.first;
+      const std::string& record = entry.second;
       const nlohmann::json j = nlohmann::json::parse(record, nullptr, false);
       if (j.is_discarded() || !j.is_object() || !j.contains("settings") || !j.contains("scheme_id")) {
         return Status::Corruption("namespace \"" + name + "\": unreadable settings record");
