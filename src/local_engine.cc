@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "call_gate.h"
 #include "neardup/fingerprint.h"
 #include "neardup/near_dup_set.h"
 #include "neardup/rocks_store.h"
@@ -328,7 +329,7 @@ class LocalEngine final : public Engine {
   // ---- namespaces -----------------------------------------------------------
 
   Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
     NEARDUP_RETURN_IF_ERROR(settings.Validate());
@@ -380,7 +381,7 @@ class LocalEngine final : public Engine {
   }
 
   Status DeleteNamespace(const std::string& name) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
     uint64_t seq;
@@ -415,7 +416,7 @@ class LocalEngine final : public Engine {
 
   Status CheckBatch(const std::string& ns_name, std::span<const DocumentInput> docs, CheckMode mode,
                     std::vector<Result<CheckOutcome>>* out) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     auto ns_or = GetOrCreate(ns_name);
     if (!ns_or.ok()) return ns_or.status();
@@ -501,7 +502,7 @@ class LocalEngine final : public Engine {
   }
 
   Status DeleteDocument(const std::string& ns_name, const std::string& id) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns_name));
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(id));
@@ -538,12 +539,10 @@ class LocalEngine final : public Engine {
   }
 
   Status Shutdown() override {
+    if (!gate_.CloseAndDrain()) return Status::OK();  // another caller stops the engine
     {
-      std::unique_lock lk(inflight_mu_);
-      if (shut_down_) return Status::OK();
-      stopping_ = true;
-      inflight_cv_.wait(lk, [&] { return inflight_ == 0; });
-      shut_down_ = true;
+      std::lock_guard lk(sweep_mu_);
+      sweep_stop_ = true;
     }
     sweep_cv_.notify_all();
     if (sweeper_.joinable()) sweeper_.join();
@@ -555,26 +554,6 @@ class LocalEngine final : public Engine {
   void SweepNow() { SweepOnce(); }
 
  private:
-  // Counts a call in flight so Shutdown can wait for it.
-  class InFlight {
-   public:
-    explicit InFlight(LocalEngine* e) : e_(e) {
-      std::lock_guard lk(e_->inflight_mu_);
-      ok_ = !e_->stopping_;
-      if (ok_) ++e_->inflight_;
-    }
-    ~InFlight() {
-      if (!ok_) return;
-      std::lock_guard lk(e_->inflight_mu_);
-      if (--e_->inflight_ == 0) e_->inflight_cv_.notify_all();
-    }
-    bool ok() const { return ok_; }
-
-   private:
-    LocalEngine* e_;
-    bool ok_;
-  };
-
   static Status Unavailable() { return Status::Unavailable("the server is shutting down"); }
 
   static Status ValidateInput(const DocumentInput& d) {
@@ -721,10 +700,10 @@ class LocalEngine final : public Engine {
   }
 
   void SweepLoop() {
-    std::unique_lock lk(inflight_mu_);
-    while (!stopping_) {
+    std::unique_lock lk(sweep_mu_);
+    while (!sweep_stop_) {
       sweep_cv_.wait_for(lk, std::chrono::milliseconds(std::max<int64_t>(options_.sweep_interval_ms, 10)));
-      if (stopping_) break;
+      if (sweep_stop_) break;
       lk.unlock();
       SweepOnce();
       lk.lock();
@@ -778,11 +757,10 @@ class LocalEngine final : public Engine {
   std::shared_mutex namespaces_mu_;
   std::map<std::string, std::shared_ptr<Namespace>> namespaces_;
 
-  std::mutex inflight_mu_;
-  std::condition_variable inflight_cv_, sweep_cv_;
-  int inflight_ = 0;
-  bool stopping_ = false;
-  bool shut_down_ = false;
+  CallGate gate_;
+  std::mutex sweep_mu_;
+  std::condition_variable sweep_cv_;
+  bool sweep_stop_ = false;  // guarded by sweep_mu_
   std::thread sweeper_;
 };
 

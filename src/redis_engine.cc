@@ -19,6 +19,7 @@
 
 #include "neardup/fingerprint.h"
 #include "neardup/near_dup_set.h"
+#include "call_gate.h"
 #include "redis_cluster.h"
 
 namespace neardup {
@@ -298,7 +299,7 @@ class RedisClusterEngine final : public Engine {
   // ---- namespaces -----------------------------------------------------------
 
   Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
     NEARDUP_RETURN_IF_ERROR(settings.Validate());
@@ -365,7 +366,7 @@ class RedisClusterEngine final : public Engine {
   }
 
   Status DeleteNamespace(const std::string& name) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
     // Its data keys are left to their expiry: the next namespace of this
@@ -390,7 +391,7 @@ class RedisClusterEngine final : public Engine {
   // ---- documents ------------------------------------------------------------
 
   Result<CheckOutcome> Check(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
     return CheckOne(ns, doc, mode);
@@ -398,7 +399,7 @@ class RedisClusterEngine final : public Engine {
 
   Status CheckBatch(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
                     std::vector<Result<CheckOutcome>>* out) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
     auto info = GetOrCreate(ns);
@@ -422,7 +423,7 @@ class RedisClusterEngine final : public Engine {
   }
 
   Status DeleteDocument(const std::string& ns, const std::string& id) override {
-    InFlight guard(this);
+    CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(id));
@@ -455,9 +456,7 @@ class RedisClusterEngine final : public Engine {
   }
 
   Status Shutdown() override {
-    std::unique_lock lk(inflight_mu_);
-    stopping_ = true;
-    inflight_cv_.wait(lk, [&] { return inflight_ == 0; });
+    (void)gate_.CloseAndDrain();
     return Status::OK();
   }
 
@@ -466,25 +465,6 @@ class RedisClusterEngine final : public Engine {
   static constexpr const char* kSeqKey = "nd:seq";
   static constexpr uint64_t kIdBlock = 1024;
 
-  // Counts calls in progress so Shutdown() can wait for them.
-  class InFlight {
-   public:
-    explicit InFlight(RedisClusterEngine* e) : e_(e) {
-      std::lock_guard lk(e_->inflight_mu_);
-      ok_ = !e_->stopping_;
-      if (ok_) ++e_->inflight_;
-    }
-    ~InFlight() {
-      if (!ok_) return;
-      std::lock_guard lk(e_->inflight_mu_);
-      if (--e_->inflight_ == 0) e_->inflight_cv_.notify_all();
-    }
-    bool ok() const { return ok_; }
-
-   private:
-    RedisClusterEngine* e_;
-    bool ok_ = false;
-  };
   static Status Unavailable() { return Status::Unavailable("the engine is shutting down"); }
 
   RedisClusterClient::BatchOptions Durable() const { return {.wait_replicas = 1, .wait_timeout_ms = options_.wait_timeout_ms}; }
@@ -946,10 +926,7 @@ class RedisClusterEngine final : public Engine {
   std::map<std::string, std::shared_ptr<NsInfo>> cache_;
   std::mutex id_mu_;
   uint64_t next_id_ = 0, id_end_ = 0;
-  std::mutex inflight_mu_;
-  std::condition_variable inflight_cv_;
-  int inflight_ = 0;
-  bool stopping_ = false;
+  CallGate gate_;
   std::atomic<uint64_t> commits_{0}, scanned_{0};
 };
 
