@@ -311,7 +311,6 @@ class LocalEngine final : public Engine {
         n.Append(d.number, DocMeta(std::move(d.id), d.signature, d.timestamp_ms, 0));
         d = StoredDocument{};  // its sketch now lives in the set
       }
-      std::vector<StoredDocument>().swap(docs);
       namespaces_.emplace(name, std::move(ns).value());
     }
 #ifdef __GLIBC__
