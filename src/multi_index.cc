@@ -5,19 +5,27 @@
 //    its fingerprint and id. Removed rows go to a free list and are reused, so
 //    a steady add/expire workload does not grow memory.
 //  * Tables. Table t covers block t (bits [start_t, start_t + w_t) counted
-//    from the most significant bit). Its signature of a fingerprint is the 32
-//    bits starting at start_t (block t, then the bits that follow it,
-//    cyclically). Entries are bucketed by the top `bucket_bits_` bits of the
-//    signature; a bucket stores the signatures and rows of its entries as two
-//    parallel arrays, so a probe scans 4-byte signatures contiguously and
-//    reads fps_ only for the rare candidate whose signature is within k.
-//  * Ids. id -> row lookup is an open-addressing table of rows (the id itself
-//    is read from ids_[row]), 4 bytes per slot instead of 12+.
+//    from the most significant bit). Rotating the fingerprint left by start_t
+//    puts block t on top; the top `bucket_bits_` of that word pick the bucket
+//    and the next 16 bits are the entry's signature. A bucket stores its rows
+//    and 16-bit signatures as two parallel arrays, so a probe scans 2-byte
+//    signatures contiguously and reads fps_ only for the rare candidate whose
+//    signature is within k.
+//  * Ids. id -> row lookup is an open-addressing table of 4-byte slots, each a
+//    row plus a few bits of the id's hash in the bits the row does not need
+//    (the id itself is read from ids_[row], and only on a tag match).
 //
-// Why contiguous blocks of 32-bit signatures rather than Manku's permuted
-// sorted copies: a permuted copy costs 8 bytes per table per entry plus a row;
-// the signature carries the key and a 16-bit filter (for 4 blocks) in 4 bytes,
-// which rejects ~99% of same-bucket candidates without a random access.
+// Why the signature holds only the bits after the bucket key: the key bits are
+// the same for every entry of a bucket, so storing them (as the earlier 32-bit
+// signature did) spent 2 of every 8 table bytes on nothing. With 4 blocks of
+// 16 bits at >= 4M entries the key is the whole block, and the 16-bit
+// signature is the next block: the same filter as before in 6 bytes per table
+// instead of 8 (docs/BENCHMARKS.md §1, issue 2's 40 B target).
+//
+// Why contiguous blocks rather than Manku's permuted sorted copies: a permuted
+// copy costs 8 bytes per table per entry plus a row; the signature carries a
+// 16-bit filter in 2 bytes, which rejects ~99% of same-bucket candidates
+// without a random access.
 #include "neardup/multi_index.h"
 
 #include <algorithm>
@@ -33,6 +41,7 @@ constexpr uint32_t kNoRow = 0xFFFFFFFFu;
 constexpr uint32_t kMaxRows = 0xFFFFFFFEu;
 constexpr int kMaxBucketBits = 20;
 constexpr int kMinBucketBits = 4;
+constexpr int kSigBits = 16;
 // A rehash to more bucket bits happens when the mean bucket exceeds this.
 constexpr uint64_t kMaxMeanBucket = 64;
 // Radius per probed block never exceeds this for blocks >= 2 and k <= 8.
@@ -47,25 +56,28 @@ inline uint64_t Mix64(uint64_t x) {  // splitmix64 finalizer
   return x;
 }
 
-// Bucket: [cap signatures][cap rows] in one allocation.
+// Bucket: [cap rows (u32)][cap signatures (u16)] in one allocation; rows
+// first so both arrays are naturally aligned for any cap.
 struct Bucket {
-  uint32_t* data = nullptr;
+  unsigned char* data = nullptr;
   uint32_t size = 0;
   uint32_t cap = 0;
 
-  const uint32_t* sigs() const { return data; }
-  const uint32_t* rows() const { return data + cap; }
-  uint32_t* sigs() { return data; }
-  uint32_t* rows() { return data + cap; }
+  static constexpr size_t kEntryBytes = sizeof(uint32_t) + sizeof(uint16_t);
+
+  const uint32_t* rows() const { return reinterpret_cast<const uint32_t*>(data); }
+  const uint16_t* sigs() const { return reinterpret_cast<const uint16_t*>(data + sizeof(uint32_t) * cap); }
+  uint32_t* rows() { return reinterpret_cast<uint32_t*>(data); }
+  uint16_t* sigs() { return reinterpret_cast<uint16_t*>(data + sizeof(uint32_t) * cap); }
 
   void Reallocate(uint32_t new_cap) {
-    uint32_t* fresh = nullptr;
+    unsigned char* fresh = nullptr;
     if (new_cap > 0) {
-      fresh = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * 2 * static_cast<size_t>(new_cap)));
+      fresh = static_cast<unsigned char*>(std::malloc(kEntryBytes * static_cast<size_t>(new_cap)));
       if (fresh == nullptr) throw std::bad_alloc();
       if (size > 0) {
-        std::memcpy(fresh, data, sizeof(uint32_t) * size);
-        std::memcpy(fresh + new_cap, data + cap, sizeof(uint32_t) * size);
+        std::memcpy(fresh, rows(), sizeof(uint32_t) * size);
+        std::memcpy(fresh + sizeof(uint32_t) * new_cap, sigs(), sizeof(uint16_t) * size);
       }
     }
     std::free(data);
@@ -73,8 +85,12 @@ struct Bucket {
     cap = new_cap;
   }
 
-  void Push(uint32_t sig, uint32_t row) {
-    if (size == cap) Reallocate(cap + std::max<uint32_t>(4, cap / 8));
+  void Push(uint16_t sig, uint32_t row) {
+    // Grow by 1/32: an incremental add into a bulk-built bucket of ~760
+    // entries (50M, 16 bucket bits) then leaves at most ~24 empty slots
+    // instead of ~95 with 1/8, and the copy it costs (~4.5 KB per 24 adds) is
+    // cheaper than the add's own cache misses.
+    if (size == cap) Reallocate(cap + std::max<uint32_t>(4, cap / 32));
     sigs()[size] = sig;
     rows()[size] = row;
     ++size;
@@ -91,17 +107,27 @@ struct Bucket {
       Reallocate(size + size / 8 + 1);
     }
   }
+
+  // glibc malloc: 8 bytes of header, 16-byte granularity, 32-byte minimum.
+  size_t HeapBytes() const {
+    if (data == nullptr) return 0;
+    return std::max<size_t>(32, (kEntryBytes * cap + 8 + 15) / 16 * 16);
+  }
 };
 
 struct Table {
   int start = 0;  // block start, counted from the most significant bit
   int width = 0;  // block width in bits (<= 32)
+  // Block bits that are not part of the bucket key: the top ones of the
+  // signature (0 when the key is the whole block).
+  int sig_block_bits = 0;
   std::vector<Bucket> buckets;
 
   Table() = default;
   Table(const Table&) = delete;
   Table& operator=(const Table&) = delete;
-  Table(Table&& o) noexcept : start(o.start), width(o.width), buckets(std::move(o.buckets)) {}
+  Table(Table&& o) noexcept
+      : start(o.start), width(o.width), sig_block_bits(o.sig_block_bits), buckets(std::move(o.buckets)) {}
   ~Table() { FreeAll(); }
 
   void FreeAll() {
@@ -109,32 +135,50 @@ struct Table {
     buckets.clear();
   }
 
-  uint32_t Sig(uint64_t fp) const { return static_cast<uint32_t>(std::rotl(fp, start) >> 32); }
+  uint64_t Rotated(uint64_t fp) const { return std::rotl(fp, start); }
   // Distance restricted to this table's block, from a fingerprint XOR.
   int BlockDistance(uint64_t x) const { return std::popcount(std::rotl(x, start) >> (64 - width)); }
 };
 
+// id -> row. A slot is (tag << row_bits_) | row, or kNoRow when empty. The tag
+// is hash bits of the id, so a probe reads ids_[row] (a cache miss at scale)
+// only when the tag matches: 1 in 2^tag_bits for a different id. row_bits_ is
+// chosen so that no row equals the all-ones row field, which keeps kNoRow
+// distinct from every occupied slot.
+//
+// Slots are not a power of two (the home is a multiply-shift of the hash), so
+// the table can be sized to the data: load <= 7/8, 4/5 after a bulk reserve,
+// 7/12 after a growth step of 1.5x. At 50M that is ~5 B per entry where the
+// power-of-two table took 5.4-9 B.
 class IdMap {
  public:
   // ids: the row -> id array the slots point into.
   uint32_t Find(DocId id, const std::vector<DocId>& ids) const {
     if (slots_.empty()) return kNoRow;
-    for (size_t i = Home(id);; i = (i + 1) & mask_) {
-      const uint32_t row = slots_[i];
-      if (row == kNoRow) return kNoRow;
-      if (ids[row] == id) return row;
+    const uint64_t h = Mix64(id);
+    const uint32_t tag = Tag(h);
+    for (size_t i = Home(h);; i = Next(i)) {
+      const uint32_t s = slots_[i];
+      if (s == kNoRow) return kNoRow;
+      if (TagOf(s) == tag && ids[s & row_mask_] == id) return s & row_mask_;
     }
   }
 
-  // Inserts id -> row unless id is present; returns the existing row or kNoRow.
-  // One probe sequence serves both the duplicate check and the insert.
+  // Inserts id -> row unless id is present; returns the existing row or
+  // kNoRow. One probe sequence serves both the duplicate check and the
+  // insert. `row` is not read through `ids`, so the caller may store it there
+  // afterwards.
   uint32_t InsertIfAbsent(DocId id, uint32_t row, const std::vector<DocId>& ids) {
-    if ((count_ + 1) * 8 > slots_.size() * 7) Grow(ids);
-    size_t i = Home(id);
-    for (; slots_[i] != kNoRow; i = (i + 1) & mask_) {
-      if (ids[slots_[i]] == id) return slots_[i];
+    if ((count_ + 1) * 8 > slots_.size() * 7) Rehash(std::max<size_t>(16, (count_ + 1) * 12 / 7), row, ids);
+    if (row >= row_mask_) Rehash(slots_.size(), row, ids);
+    const uint64_t h = Mix64(id);
+    const uint32_t tag = Tag(h);
+    size_t i = Home(h);
+    for (; slots_[i] != kNoRow; i = Next(i)) {
+      const uint32_t s = slots_[i];
+      if (TagOf(s) == tag && ids[s & row_mask_] == id) return s & row_mask_;
     }
-    slots_[i] = row;
+    slots_[i] = static_cast<uint32_t>((uint64_t{tag} << row_bits_) | row);
     ++count_;
     return kNoRow;
   }
@@ -142,18 +186,22 @@ class IdMap {
   // Backward-shift deletion keeps probe sequences intact without tombstones.
   void Erase(DocId id, const std::vector<DocId>& ids) {
     if (slots_.empty()) return;
-    size_t i = Home(id);
+    const uint64_t h = Mix64(id);
+    const uint32_t tag = Tag(h);
+    size_t i = Home(h);
     while (true) {
-      if (slots_[i] == kNoRow) return;
-      if (ids[slots_[i]] == id) break;
-      i = (i + 1) & mask_;
+      const uint32_t s = slots_[i];
+      if (s == kNoRow) return;
+      if (TagOf(s) == tag && ids[s & row_mask_] == id) break;
+      i = Next(i);
     }
+    const size_t n = slots_.size();
+    auto dist = [n](size_t from, size_t to) { return to >= from ? to - from : to + n - from; };
     size_t hole = i;
-    for (size_t j = (hole + 1) & mask_; slots_[j] != kNoRow; j = (j + 1) & mask_) {
-      const size_t home = Home(ids[slots_[j]]);
+    for (size_t j = Next(hole); slots_[j] != kNoRow; j = Next(j)) {
+      const size_t home = Home(Mix64(ids[slots_[j] & row_mask_]));
       // Move slots_[j] into the hole unless its home lies cyclically in (hole, j].
-      const bool home_in_range = ((j - home) & mask_) < ((j - hole) & mask_);
-      if (!home_in_range) {
+      if (dist(home, j) >= dist(hole, j)) {
         slots_[hole] = slots_[j];
         hole = j;
       }
@@ -165,39 +213,57 @@ class IdMap {
   void Clear() {
     slots_.clear();
     slots_.shrink_to_fit();
-    mask_ = 0;
     count_ = 0;
+    row_bits_ = 1;
+    row_mask_ = 1;
+    tag_mask_ = 0;
   }
 
-  void Reserve(size_t n, const std::vector<DocId>& ids) {
-    size_t want = 16;
-    while (want * 7 < n * 8 + 8) want *= 2;
-    if (want > slots_.size()) Rehash(want, ids);
+  // Room for n ids at load 4/5, so a bulk load is followed by ~9% of
+  // single adds before the next growth step. max_row: the largest row the
+  // caller is about to insert.
+  void Reserve(size_t n, uint32_t max_row, const std::vector<DocId>& ids) {
+    const size_t want = std::max<size_t>(16, n + n / 4);
+    if (want > slots_.size() || max_row >= row_mask_) Rehash(std::max(want, slots_.size()), max_row, ids);
   }
 
   size_t MemoryBytes() const { return slots_.capacity() * sizeof(uint32_t); }
 
  private:
-  size_t Home(DocId id) const { return Mix64(id) & mask_; }
+  size_t Home(uint64_t h) const {
+    return static_cast<size_t>((static_cast<unsigned __int128>(h) * slots_.size()) >> 64);
+  }
+  size_t Next(size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
+  // The home uses the hash's high bits; the tag its low ones.
+  uint32_t Tag(uint64_t h) const { return static_cast<uint32_t>(h & tag_mask_); }
+  uint32_t TagOf(uint32_t slot) const { return static_cast<uint32_t>(uint64_t{slot} >> row_bits_); }
 
-  void Grow(const std::vector<DocId>& ids) { Rehash(slots_.empty() ? 16 : slots_.size() * 2, ids); }
-
-  void Rehash(size_t new_size, const std::vector<DocId>& ids) {
+  void Rehash(size_t new_size, uint32_t max_row, const std::vector<DocId>& ids) {
     std::vector<uint32_t> old;
     old.swap(slots_);
+    const uint32_t old_mask = row_mask_;
+    // Rows stay below the table size (ids <= 7/8 of it) unless rows were
+    // freed and the table never grew with them; max_row covers that case.
+    const int need = std::max(std::bit_width(new_size), std::bit_width(uint64_t{max_row} + 1));
+    row_bits_ = std::max(row_bits_, std::min(need, 32));
+    row_mask_ = static_cast<uint32_t>((uint64_t{1} << row_bits_) - 1);
+    tag_mask_ = (uint64_t{1} << (32 - row_bits_)) - 1;
     slots_.assign(new_size, kNoRow);
-    mask_ = new_size - 1;
-    for (uint32_t row : old) {
-      if (row == kNoRow) continue;
-      size_t i = Home(ids[row]);
-      while (slots_[i] != kNoRow) i = (i + 1) & mask_;
-      slots_[i] = row;
+    for (uint32_t s : old) {
+      if (s == kNoRow) continue;
+      const uint32_t row = s & old_mask;
+      const uint64_t h = Mix64(ids[row]);
+      size_t i = Home(h);
+      while (slots_[i] != kNoRow) i = Next(i);
+      slots_[i] = static_cast<uint32_t>((uint64_t{Tag(h)} << row_bits_) | row);
     }
   }
 
   std::vector<uint32_t> slots_;
-  size_t mask_ = 0;
   size_t count_ = 0;
+  int row_bits_ = 1;
+  uint32_t row_mask_ = 1;
+  uint64_t tag_mask_ = 0;
 };
 
 // All bit masks over `bits` bits with popcount <= r, smallest popcount first.
@@ -233,19 +299,21 @@ class MultiIndex final : public HammingIndex {
   }
 
   Status Add(uint64_t fingerprint, DocId id) override {
-    if (id_map_.Find(id, ids_) != kNoRow) {
+    if (size_ >= kMaxRows) return Status::ResourceExhausted("index is full (2^32 - 2 entries)");
+    // The row AllocateRow will hand out; the id map is told first so one
+    // probe both rejects a duplicate and inserts.
+    const uint32_t row = free_rows_.empty() ? static_cast<uint32_t>(fps_.size()) : free_rows_.back();
+    if (id_map_.InsertIfAbsent(id, row, ids_) != kNoRow) {
       return Status::AlreadyExists("id " + std::to_string(id) + " already indexed");
     }
-    if (size_ >= kMaxRows) return Status::ResourceExhausted("index is full (2^32 - 2 entries)");
-    const uint32_t row = AllocateRow(fingerprint, id);
-    (void)id_map_.InsertIfAbsent(id, row, ids_);
+    (void)AllocateRow(fingerprint, id);
     ++size_;
     if (bucket_bits_ < MaxBucketBits() && size_ > (uint64_t{1} << bucket_bits_) * kMaxMeanBucket) {
       SetBucketBits(TargetBucketBits(size_));  // re-buckets every row, including this one
     } else {
       for (Table& t : tables_) {
-        const uint32_t sig = t.Sig(fingerprint);
-        t.buckets[BucketOf(sig)].Push(sig, row);
+        const uint64_t rot = t.Rotated(fingerprint);
+        t.buckets[BucketOf(rot)].Push(SigOf(rot), row);
       }
     }
     return Status::OK();
@@ -276,8 +344,9 @@ class MultiIndex final : public HammingIndex {
     // Large batches: append rows (the id map doubles as the duplicate check),
     // then rebuild every table with exact bucket sizes (a counting sort)
     // instead of growing buckets one push at a time.
-    ReserveRows(ids_.size() + entries.size());
-    id_map_.Reserve(size_ + entries.size(), ids_);
+    const size_t appended = entries.size() > free_rows_.size() ? entries.size() - free_rows_.size() : 0;
+    ReserveRows(fps_.size() + appended);
+    id_map_.Reserve(size_ + entries.size(), static_cast<uint32_t>(fps_.size() + appended), ids_);
     std::vector<uint32_t> added;
     added.reserve(entries.size());
     for (const Entry& e : entries) {
@@ -303,7 +372,7 @@ class MultiIndex final : public HammingIndex {
     if (row == kNoRow) return false;
     const uint64_t fp = fps_[row];
     for (Table& t : tables_) {
-      Bucket& b = t.buckets[BucketOf(t.Sig(fp))];
+      Bucket& b = t.buckets[BucketOf(t.Rotated(fp))];
       const uint32_t* rows = b.rows();
       for (uint32_t i = 0; i < b.size; ++i) {
         if (rows[i] == row) {
@@ -377,10 +446,7 @@ class MultiIndex final : public HammingIndex {
                    free_rows_.capacity() * 4 + id_map_.MemoryBytes();
     for (const Table& t : tables_) {
       bytes += t.buckets.capacity() * sizeof(Bucket);
-      for (const Bucket& b : t.buckets) {
-        // glibc malloc: 8 bytes of header, 16-byte granularity.
-        if (b.data) bytes += (static_cast<size_t>(b.cap) * 8 + 8 + 15) / 16 * 16;
-      }
+      for (const Bucket& b : t.buckets) bytes += b.HeapBytes();
     }
     return bytes;
   }
@@ -398,14 +464,18 @@ class MultiIndex final : public HammingIndex {
     return bits;
   }
 
-  uint32_t BucketOf(uint32_t sig) const { return sig >> (32 - bucket_bits_); }
+  // `rot` is a fingerprint rotated by Table::Rotated: key on top, then the
+  // signature.
+  uint32_t BucketOf(uint64_t rot) const { return static_cast<uint32_t>(rot >> (64 - bucket_bits_)); }
+  uint16_t SigOf(uint64_t rot) const { return static_cast<uint16_t>((rot << bucket_bits_) >> (64 - kSigBits)); }
   bool IsDead(uint32_t row) const { return (dead_[row / 64] >> (row % 64)) & 1; }
 
   void ReserveRows(size_t rows) {
     if (rows <= fps_.capacity()) return;
-    // Grow by 1/8 rather than std::vector's 2x: at 50M entries the difference
-    // is hundreds of megabytes of slack.
-    const size_t cap = std::max(rows, fps_.capacity() + fps_.capacity() / 8 + 1024);
+    // Grow by 1/16 rather than std::vector's 2x: at 50M entries the difference
+    // is hundreds of megabytes of slack. (Copying 16 B per row every 1/16th
+    // of growth costs ~0.3 B of copy per add, far below an add's misses.)
+    const size_t cap = std::max(rows, fps_.capacity() + fps_.capacity() / 16 + 1024);
     fps_.reserve(cap);
     ids_.reserve(cap);
     dead_.reserve(cap / 64 + 1);
@@ -435,26 +505,28 @@ class MultiIndex final : public HammingIndex {
   }
 
   // Rebuilds every table with 2^bits buckets sized exactly (counting sort).
+  // Signatures depend on the key width, so this rewrites them too.
   void SetBucketBits(int bits) {
     bucket_bits_ = bits;
     const size_t nb = size_t{1} << bits;
     for (int r = 0; r <= kMaxRadius; ++r) masks_[r] = MasksWithin(bits, r);
     std::vector<uint32_t> counts;
     for (Table& t : tables_) {
+      t.sig_block_bits = std::clamp(t.width - bits, 0, kSigBits);
       t.FreeAll();
       t.buckets.assign(nb, Bucket{});
       counts.assign(nb, 0);
       for (uint32_t row = 0; row < fps_.size(); ++row) {
-        if (!IsDead(row)) ++counts[BucketOf(t.Sig(fps_[row]))];
+        if (!IsDead(row)) ++counts[BucketOf(t.Rotated(fps_[row]))];
       }
       for (size_t b = 0; b < nb; ++b) {
         if (counts[b]) t.buckets[b].Reallocate(counts[b]);
       }
       for (uint32_t row = 0; row < fps_.size(); ++row) {
         if (IsDead(row)) continue;
-        const uint32_t sig = t.Sig(fps_[row]);
-        Bucket& b = t.buckets[BucketOf(sig)];
-        b.sigs()[b.size] = sig;
+        const uint64_t rot = t.Rotated(fps_[row]);
+        Bucket& b = t.buckets[BucketOf(rot)];
+        b.sigs()[b.size] = SigOf(rot);
         b.rows()[b.size] = row;
         ++b.size;
       }
@@ -483,12 +555,15 @@ class MultiIndex final : public HammingIndex {
     if (size_ == 0) return;
     const Plan plan = PlanFor(k);
     const std::vector<uint32_t>& masks = masks_[plan.radius];
-    const int shift = 32 - bucket_bits_;
     // Issue the first loads of every probed bucket up front: at 50M entries
     // each is a cache miss, and they are independent.
     struct Probed {
       const Bucket* bucket;
       int table;
+      // The bucket key differs from the query's in this many bits (the
+      // probe mask's popcount); the signature may then differ in k - it in
+      // total and in r - it within the block.
+      int key_distance;
     };
     Probed probed[64];
     size_t nprobed = 0;
@@ -516,6 +591,11 @@ class MultiIndex final : public HammingIndex {
         const uint64_t diff = fps_[row] ^ query;
         const int d = std::popcount(diff);
         if (d > k) continue;
+        // The signature filter on the block is exact only when key and
+        // signature cover the whole block; for wide blocks at small N (2
+        // blocks of 32 bits, few key bits) it is a lower bound, and an entry
+        // must not be reported from a table whose block is beyond r.
+        if (tables_[survivors[c].table].BlockDistance(diff) > plan.radius) continue;
         bool reported_earlier = false;
         for (int tj = 0; tj < survivors[c].table; ++tj) {
           if (tables_[tj].BlockDistance(diff) <= plan.radius) {
@@ -530,9 +610,11 @@ class MultiIndex final : public HammingIndex {
     };
     auto scan = [&](const Probed& p) -> bool {
       const Table& t = tables_[p.table];
-      const uint32_t qsig = t.Sig(query);
-      const int block_shift = 32 - t.width;
-      const uint32_t* sigs = p.bucket->sigs();
+      const uint32_t qsig = SigOf(t.Rotated(query));
+      const int total_limit = k - p.key_distance;
+      const int block_limit = plan.radius - p.key_distance;
+      const int block_shift = kSigBits - t.sig_block_bits;  // 16: no block bits in the signature
+      const uint16_t* sigs = p.bucket->sigs();
       const uint32_t* rows = p.bucket->rows();
       const uint32_t n = p.bucket->size;
       // Branch-free filter into a small buffer.
@@ -542,11 +624,11 @@ class MultiIndex final : public HammingIndex {
         uint32_t nc = 0;
         for (uint32_t i = base; i < end; ++i) {
           cand[nc] = i;
-          nc += std::popcount(sigs[i] ^ qsig) <= k;
+          nc += std::popcount(static_cast<uint32_t>(sigs[i]) ^ qsig) <= total_limit;
         }
         for (uint32_t c = 0; c < nc; ++c) {
           const uint32_t i = cand[c];
-          if (std::popcount((sigs[i] ^ qsig) >> block_shift) > plan.radius) continue;
+          if (std::popcount((static_cast<uint32_t>(sigs[i]) ^ qsig) >> block_shift) > block_limit) continue;
           __builtin_prefetch(&rows[i]);
           survivors[nsurvivors++] = Survivor{&rows[i], p.table};
           if (nsurvivors == kMaxSurvivors && !verify()) return false;
@@ -563,17 +645,18 @@ class MultiIndex final : public HammingIndex {
     };
     for (int ti = 0; ti < plan.tables; ++ti) {
       const Table& t = tables_[ti];
-      const uint32_t qbucket = t.Sig(query) >> shift;
+      const uint32_t qbucket = BucketOf(t.Rotated(query));
       // (flush() scans queued buckets; verify() checks their survivors.)
       for (uint32_t mask : masks) {
         const Bucket& b = t.buckets[qbucket ^ mask];
         if (b.size == 0) continue;
         // Request every line of the signature array now: at 50M entries a
-        // bucket is ~3 KB of cold memory, and the probed buckets' lines then
-        // arrive in parallel rather than as each scan reaches them.
-        const char* line = reinterpret_cast<const char*>(b.data);
-        for (size_t off = 0; off < size_t{b.size} * sizeof(uint32_t); off += 64) __builtin_prefetch(line + off);
-        probed[nprobed++] = Probed{&b, ti};
+        // bucket's signatures are ~1.5 KB of cold memory, and the probed
+        // buckets' lines then arrive in parallel rather than as each scan
+        // reaches them.
+        const char* line = reinterpret_cast<const char*>(b.sigs());
+        for (size_t off = 0; off < size_t{b.size} * sizeof(uint16_t); off += 64) __builtin_prefetch(line + off);
+        probed[nprobed++] = Probed{&b, ti, std::popcount(mask)};
         if (nprobed == 64 && (!flush() || !verify())) return;
       }
     }

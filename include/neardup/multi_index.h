@@ -6,12 +6,14 @@
 // t = floor(k / (r+1)) + 1 blocks at least one differs in at most r bits. A
 // query picks the smallest radius r with t <= blocks, probes t tables, and in
 // each enumerates the buckets within r of its own block. Each table keeps, per
-// entry, 32 bits (its block plus the bits that follow it) and a 4-byte row, so
-// most candidates are rejected from one contiguous array without touching the
-// fingerprint array. See docs/index.md for the layout and cost model.
+// entry, a 4-byte row and a 16-bit signature (the bits that follow its bucket
+// key), so most candidates are rejected from one contiguous array without
+// touching the fingerprint array. See docs/index.md for the layout and cost
+// model.
 //
-// Memory per entry: blocks * 8 bytes (tables) + 8 (fingerprint) + 8 (id)
-// + ~6 (id lookup for Remove/Get) plus bucket slack.
+// Memory per entry: blocks * 6 bytes (tables) + 8 (fingerprint) + 8 (id)
+// + 4.6-6.9 (id lookup for Remove/Get) plus bucket slack: ~46 B at 50M with
+// 4 blocks (docs/BENCHMARKS.md §1).
 //
 // Thread-safety: as HammingIndex.
 #ifndef NEARDUP_MULTI_INDEX_H_
