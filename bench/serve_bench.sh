@@ -2,13 +2,16 @@
 # Service load benchmark on loopback (issue 3): preload N short Chinese
 # documents, measure restart time with N stored, then check-and-insert
 # throughput and latency with --sync true and --sync false.
-#   bench/serve_bench.sh [N=10000000] [SECONDS=20] [THREADS=16]
+#   bench/serve_bench.sh [N=10000000] [SECONDS=20] [CONNECTIONS=64]
+# CONNECTIONS: concurrent keep-alive connections of the load generator (its
+# --threads). NEARDUP_BIN picks the server binary (an A/B run against an
+# older build), LOAD_GEN_BIN the load generator.
 # Results: bench/results/serve-<date>.txt (and .json lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-10000000}
 SECS=${2:-20}
-THREADS=${3:-16}
+THREADS=${3:-64}
 BIN=${NEARDUP_BIN:-./build/neardup}
 LOAD=${LOAD_GEN_BIN:-./build/load_gen}
 DATA=$(mktemp -d /tmp/neardup_serve_bench.XXXXXX)
@@ -30,7 +33,7 @@ stop() { kill -TERM "$PID"; wait "$PID" || true; }
 rss() { curl -s 127.0.0.1:$PORT/metrics | awk '/^neardup_process_resident_memory_bytes/ {print $2}'; }
 trap 'kill -9 $PID 2>/dev/null || true; rm -rf "$DATA" "$DATA.log"' EXIT
 
-log "# serve_bench $(date -Is) N=$N seconds=$SECS threads=$THREADS host=$(nproc)cpu $(git rev-parse --short HEAD)"
+log "# serve_bench $(date -Is) N=$N seconds=$SECS connections=$THREADS host=$(nproc)cpu $(git rev-parse --short HEAD) server=$BIN"
 start false
 log "preload: $($LOAD --port $PORT --ns load --preload "$N" --seconds 0 --threads 1 2>&1 | tail -2 | head -1)"
 log "rss after preload: $(rss) bytes"

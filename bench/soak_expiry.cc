@@ -51,7 +51,8 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"  // httplib with the ABI macros of Debian's build
+#include "http_server.h"
+#include "httplib_client.h"  // httplib with the ABI macros of Debian's build
 
 namespace {
 

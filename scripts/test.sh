@@ -3,7 +3,8 @@
 #  1. Release build, every test (ctest).
 #  2. ASan+UBSan build, every test.
 #  3. TSan build, the tests that run threads (parallel search, parallel
-#     fingerprinting, the deterministic parallel dedup).
+#     fingerprinting, the deterministic parallel dedup, the event-driven HTTP
+#     server and the concurrent check race over HTTP).
 #  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
 # NEARDUP_TEST_QUICK=1 runs step 1 only.
 set -euo pipefail
@@ -31,7 +32,7 @@ scripts/build.sh tsan
 # itself writes from one committer thread; the test still runs in the release
 # and ASan stages.
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 \
-  -R 'Thread|Parallel|Concurren|BatchSearch|Determinis' -E '^RocksStoreTest\.ConcurrentApply'
+  -R 'Thread|Parallel|Concurren|BatchSearch|Determinis|HttpServer' -E '^RocksStoreTest\.ConcurrentApply'
 
 step "fuzz smoke (libFuzzer, bounded)"
 scripts/build.sh fuzz

@@ -166,3 +166,14 @@ Status ValidateDocumentId(std::string_view id) {
 }
 
 }  // namespace neardup
+
+namespace neardup {
+
+void Engine::CheckBatchAsync(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
+                             CheckDone done) {
+  std::vector<Result<CheckOutcome>> out;
+  Status s = CheckBatch(ns, docs, mode, &out);
+  done(std::move(s), std::move(out));
+}
+
+}  // namespace neardup

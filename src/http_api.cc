@@ -6,7 +6,9 @@
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <exception>
 #include <fstream>
 #include <new>
@@ -458,17 +460,36 @@ HttpResponse HandleNamespace(const Context& c, const std::string& ns) {
   return r;
 }
 
-HttpResponse HandleCheck(const Context& c, const std::string& ns, CheckMode mode) {
+// A check-type request (check, query, insert, batch) parsed and waiting for
+// the engine. Its answer is rendered by RenderChecks once the engine is done.
+struct PendingChecks {
+  std::string ns;
+  CheckMode mode = CheckMode::kCheckAndInsert;
+  bool single = false;              // /check, /query, /insert: one answer object
+  size_t n = 0;                     // documents in the request
+  std::vector<Status> errors;       // per request position; set for invalid ones
+  std::vector<DocumentInput> valid; // in order
+  std::vector<size_t> valid_index;  // request position of valid[v]
+};
+
+// Parses one document (single routes); an invalid one is answered at once.
+std::optional<HttpResponse> PrepareCheck(const Context& c, const std::string& ns, CheckMode mode,
+                                         PendingChecks* p) {
   auto parsed = ParseBody(c.request.body);
   if (!parsed.ok()) return FromStatus(parsed.status());
   auto doc = ParseDocument(parsed.value());
   if (!doc.ok()) return FromStatus(doc.status());
-  auto outcome = c.engine.Check(ns, doc.value(), mode);
-  if (!outcome.ok()) return FromStatus(outcome.status());
-  return JsonResponse(200, OutcomeJson(doc->id, outcome.value()));
+  p->ns = ns;
+  p->mode = mode;
+  p->single = true;
+  p->n = 1;
+  p->errors.assign(1, Status::OK());
+  p->valid.push_back(std::move(doc).value());
+  p->valid_index.push_back(0);
+  return std::nullopt;
 }
 
-HttpResponse HandleBatch(const Context& c, const std::string& ns) {
+std::optional<HttpResponse> PrepareBatch(const Context& c, const std::string& ns, PendingChecks* p) {
   CheckMode mode = CheckMode::kCheckAndInsert;
   for (const auto& [key, value] : c.query) {
     if (key != "mode") return FromStatus(Status::InvalidArgument("unknown query parameter \"" + key + "\""));
@@ -498,40 +519,44 @@ HttpResponse HandleBatch(const Context& c, const std::string& ns) {
   }
   // Valid documents go to the engine in order; invalid ones answer an error
   // in their place.
-  const size_t n = documents->size();
-  std::vector<Status> errors(n);
-  std::vector<DocumentInput> valid;
-  std::vector<size_t> valid_index;
-  valid.reserve(n);
-  valid_index.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
+  p->ns = ns;
+  p->mode = mode;
+  p->n = documents->size();
+  p->errors.assign(p->n, Status::OK());
+  p->valid.reserve(p->n);
+  p->valid_index.reserve(p->n);
+  for (size_t i = 0; i < p->n; ++i) {
     auto d = ParseDocument((*documents)[i]);
     if (d.ok()) {
-      valid.push_back(std::move(d).value());
-      valid_index.push_back(i);
+      p->valid.push_back(std::move(d).value());
+      p->valid_index.push_back(i);
     } else {
-      errors[i] = d.status();
+      p->errors[i] = d.status();
     }
   }
-  std::vector<Result<CheckOutcome>> outcomes;
-  if (!valid.empty()) {
-    const Status s = c.engine.CheckBatch(ns, std::span<const DocumentInput>(valid), mode, &outcomes);
-    if (!s.ok()) return FromStatus(s);
-    if (outcomes.size() != valid.size()) {
-      return FromStatus(Status::Internal("the engine answered " + std::to_string(outcomes.size()) +
-                                         " of " + std::to_string(valid.size()) + " documents"));
-    }
+  return std::nullopt;
+}
+
+HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::vector<Result<CheckOutcome>>& outcomes) {
+  if (!s.ok()) return FromStatus(s);
+  if (outcomes.size() != p.valid.size()) {
+    return FromStatus(Status::Internal("the engine answered " + std::to_string(outcomes.size()) + " of " +
+                                       std::to_string(p.valid.size()) + " documents"));
   }
-  std::vector<json> answers(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!errors[i].ok()) answers[i] = {{"error", ErrorJson(errors[i])}};
+  if (p.single) {
+    if (!outcomes[0].ok()) return FromStatus(outcomes[0].status());
+    return JsonResponse(200, OutcomeJson(p.valid[0].id, outcomes[0].value()));
   }
-  for (size_t v = 0; v < valid.size(); ++v) {
-    const size_t i = valid_index[v];
+  std::vector<json> answers(p.n);
+  for (size_t i = 0; i < p.n; ++i) {
+    if (!p.errors[i].ok()) answers[i] = {{"error", ErrorJson(p.errors[i])}};
+  }
+  for (size_t v = 0; v < p.valid.size(); ++v) {
+    const size_t i = p.valid_index[v];
     if (outcomes[v].ok()) {
-      answers[i] = OutcomeJson(valid[v].id, outcomes[v].value());
+      answers[i] = OutcomeJson(p.valid[v].id, outcomes[v].value());
     } else {
-      answers[i] = {{"id", valid[v].id}, {"error", ErrorJson(outcomes[v].status())}};
+      answers[i] = {{"id", p.valid[v].id}, {"error", ErrorJson(outcomes[v].status())}};
     }
   }
   json results = json::array();
@@ -556,8 +581,10 @@ HttpResponse HandleDocument(const Context& c, const std::string& ns, std::string
   return JsonResponse(200, {{"deleted", true}, {"id", id.value()}});
 }
 
+// Answers the request, except a valid check-type request: that one fills
+// *pending for the engine and the returned response is unused.
 HttpResponse Dispatch(Engine& engine, const HttpRequest& request, const HttpApiOptions& options,
-                      std::string* route_name) {
+                      std::string* route_name, std::optional<PendingChecks>* pending) {
   std::string path;
   std::vector<std::pair<std::string, std::string>> query = request.query;
   SplitTarget(request.path, &path, &query);
@@ -606,10 +633,20 @@ HttpResponse Dispatch(Engine& engine, const HttpRequest& request, const HttpApiO
   }
   switch (m.route) {
     case Route::kNamespace: return HandleNamespace(c, ns.value());
-    case Route::kCheck: return HandleCheck(c, ns.value(), CheckMode::kCheckAndInsert);
-    case Route::kQuery: return HandleCheck(c, ns.value(), CheckMode::kQueryOnly);
-    case Route::kInsert: return HandleCheck(c, ns.value(), CheckMode::kInsertAlways);
-    case Route::kBatch: return HandleBatch(c, ns.value());
+    case Route::kCheck:
+    case Route::kQuery:
+    case Route::kInsert:
+    case Route::kBatch: {
+      PendingChecks p;
+      const CheckMode mode = m.route == Route::kQuery    ? CheckMode::kQueryOnly
+                             : m.route == Route::kInsert ? CheckMode::kInsertAlways
+                                                         : CheckMode::kCheckAndInsert;
+      std::optional<HttpResponse> early =
+          m.route == Route::kBatch ? PrepareBatch(c, ns.value(), &p) : PrepareCheck(c, ns.value(), mode, &p);
+      if (early) return std::move(*early);
+      pending->emplace(std::move(p));
+      return HttpResponse{};
+    }
     case Route::kDocument: return HandleDocument(c, ns.value(), m.id);
     default: break;
   }
@@ -669,18 +706,93 @@ HttpRequest HttpRequest::FromTarget(std::string method, std::string_view target,
   return r;
 }
 
-HttpResponse HandleRequest(Engine& engine, const HttpRequest& request, const HttpApiOptions& options) {
+namespace {
+
+HttpResponse ExceptionResponse(std::exception_ptr ep) {
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::bad_alloc&) {
+    return ErrorResponse(Status::ResourceExhausted("out of memory while answering the request"));
+  } catch (const std::exception& e) {
+    return ErrorResponse(Status::Internal(std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return ErrorResponse(Status::Internal("internal error: unknown exception"));
+  }
+}
+
+}  // namespace
+
+void HandleRequestAsync(Engine& engine, const HttpRequest& request, const HttpApiOptions& options,
+                        Responder respond, Poster post) {
   std::string route = "unmatched";
+  std::optional<PendingChecks> pending;
   HttpResponse r;
   try {
-    r = Dispatch(engine, request, options, &route);
-  } catch (const std::bad_alloc&) {
-    r = ErrorResponse(Status::ResourceExhausted("out of memory while answering the request"));
-  } catch (const std::exception& e) {
-    r = ErrorResponse(Status::Internal(std::string("internal error: ") + e.what()));
+    r = Dispatch(engine, request, options, &route, &pending);
+  } catch (...) {
+    r = ExceptionResponse(std::current_exception());
+    pending.reset();
   }
-  r.route = std::move(route);
-  return r;
+  if (!pending) {
+    r.route = std::move(route);
+    respond(std::move(r));
+    return;
+  }
+  // The engine reads the documents only during the call; the rendering
+  // needs them afterwards, so they live in shared state.
+  auto p = std::make_shared<PendingChecks>(std::move(*pending));
+  auto finish = [p, route, respond](Status s, std::vector<Result<CheckOutcome>> outcomes) {
+    HttpResponse out;
+    try {
+      out = RenderChecks(*p, s, outcomes);
+    } catch (...) {
+      out = ExceptionResponse(std::current_exception());
+    }
+    out.route = route;
+    respond(std::move(out));
+  };
+  auto done = [finish = std::move(finish), post = std::move(post)](Status s,
+                                                                   std::vector<Result<CheckOutcome>> outcomes) mutable {
+    if (!post) {
+      finish(std::move(s), std::move(outcomes));
+      return;
+    }
+    post([finish = std::move(finish), s = std::move(s), outcomes = std::move(outcomes)]() mutable {
+      finish(std::move(s), std::move(outcomes));
+    });
+  };
+  if (p->valid.empty()) {  // nothing for the engine (a batch of invalid or no documents)
+    done(Status::OK(), {});
+    return;
+  }
+  try {
+    engine.CheckBatchAsync(p->ns, std::span<const DocumentInput>(p->valid), p->mode, std::move(done));
+  } catch (...) {
+    // The engine threw before it could complete (done was not called).
+    HttpResponse e = ExceptionResponse(std::current_exception());
+    e.route = route;
+    respond(std::move(e));
+  }
+}
+
+HttpResponse HandleRequest(Engine& engine, const HttpRequest& request, const HttpApiOptions& options) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<HttpResponse> answer;
+  HandleRequestAsync(engine, request, options, [&](HttpResponse r) {
+    std::lock_guard lk(mu);
+    answer = std::move(r);
+    cv.notify_one();
+  });
+  std::unique_lock lk(mu);
+  cv.wait(lk, [&] { return answer.has_value(); });
+  return std::move(*answer);
+}
+
+bool IsCheckRoute(std::string_view path) {
+  const size_t q = path.find('?');
+  const Route r = MatchRoute(path.substr(0, q)).route;
+  return r == Route::kCheck || r == Route::kQuery || r == Route::kInsert || r == Route::kBatch;
 }
 
 std::string RouteFor(std::string_view path) {

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -78,8 +79,24 @@ std::string_view ErrorCodeFor(Status::Code code);
 // {"error": {"code": ..., "message": ...}} with HttpStatusFor(status.code()).
 HttpResponse ErrorResponse(const Status& status);
 
-// Answers one request. Never throws.
+// Answers one request, blocking until the answer is ready. Never throws.
 HttpResponse HandleRequest(Engine& engine, const HttpRequest& request, const HttpApiOptions& options = {});
+
+// The same answer, delivered to respond() exactly once. Check-type routes
+// (IsCheckRoute) go through Engine::CheckBatchAsync: respond may then run
+// later, from the engine's completion. With `post`, that completion only
+// hands the rendering and respond() to post(fn) (the server's event loop),
+// so the engine's commit thread never formats JSON; without it they run on
+// the completing thread. Every other route answers before this returns.
+// `request` is read only during the call. Never throws.
+using Responder = std::function<void(HttpResponse)>;
+using Poster = std::function<void(std::function<void()>)>;
+void HandleRequestAsync(Engine& engine, const HttpRequest& request, const HttpApiOptions& options,
+                        Responder respond, Poster post = {});
+
+// True for the check-type routes (check, query, insert, batch): the ones
+// HandleRequestAsync answers through Engine::CheckBatchAsync.
+bool IsCheckRoute(std::string_view path);
 
 // The route template a path belongs to (for metrics of responses made
 // outside HandleRequest, e.g. a 413 while reading the body).

@@ -1,37 +1,33 @@
-// HttpServer: cpp-httplib wiring of the HTTP API (src/http_api.h).
+// HttpServer: the event-driven HTTP/1.1 front end of `neardup serve`.
 //
-// The server moves bytes only: every request goes to HandleRequest(); the
-// server adds the body size limit (413 while reading, also for chunked
-// bodies), JSON bodies for the errors httplib makes itself (400, 414, ...),
-// request metrics (HttpMetrics, shown by GET /metrics) and a graceful stop.
+// The server moves bytes only: every request goes to HandleRequestAsync()
+// (src/http_api.h), which owns routing, JSON and the Status -> HTTP mapping.
+// The server adds the body size limit (413 while reading, for chunked bodies
+// too), JSON error bodies for the errors it finds itself (400, 408, 413, 414,
+// 431, 501, 505), request metrics (HttpMetrics, shown by GET /metrics) and a
+// graceful stop.
 //
-// httplib's model: one worker thread per connection for its whole keep-alive
-// life (`threads` workers; further connections wait in an unbounded queue),
-// listen backlog 5 (a compile-time constant of Debian's libcpp-httplib).
+// Why event-driven (docs/service.md, "The front end"): a check-and-insert is
+// decided in memory in microseconds and then waits ~1 ms for the group
+// commit's fsync. With a thread per connection, every request cost several
+// context switches (wake on read, hand the write to the committer, park,
+// wake on commit), which were most of the CPU on two cores. Here:
+//  * `io_threads` event loops (epoll) read, parse and answer connections;
+//  * check-type requests run inline on the loop when the engine's checks
+//    never block (Engine::CheckBatchAsyncNeverBlocks): fingerprint, decide,
+//    queue the write, and go on with other connections; the commit thread's
+//    completion posts the answer back to the loop, one wake-up per group
+//    commit rather than per request;
+//  * everything that may block (namespace and document routes, or checks of
+//    an engine that does I/O, e.g. Redis) runs on `threads` workers.
+// A connection has at most one request in progress; pipelined requests wait
+// in its buffer and are answered in order.
 //
-// Debian's libcpp-httplib is a compiled library built with OpenSSL, zlib and
-// brotli support; those macros change the classes' layout, so every
-// translation unit must see the same definitions. Include this header, never
-// <httplib.h> directly (link with -lcpp-httplib).
-//
-// Thread-safety: Serve() runs in one thread; Stop() may be called from any
-// thread (not from a signal handler).
+// Thread-safety: Bind() and Serve() from one thread; Stop() from any thread
+// (not from a signal handler).
 #ifndef NEARDUP_HTTP_SERVER_H_
 #define NEARDUP_HTTP_SERVER_H_
 
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
-#include <httplib.h>
-
-#include <atomic>
-#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -44,11 +40,13 @@ namespace neardup {
 struct HttpServerOptions {
   std::string host = "127.0.0.1";  // address to bind; only this one
   int port = 8080;                 // 0: the kernel picks a free port (see Bind())
-  int threads = 8;                 // worker threads = concurrent connections served
+  int io_threads = 2;              // event loops (1..64)
+  int threads = 8;                 // workers for requests that may block (1..1024)
   int keep_alive_max_count = 1000;      // requests per connection before it is closed
   int keep_alive_timeout_seconds = 5;   // idle time before a kept-alive connection is closed
-  int read_timeout_seconds = 10;        // per read of a request
-  int write_timeout_seconds = 10;       // per write of an answer
+  int read_timeout_seconds = 10;        // a started request must arrive whole within this (408)
+  int write_timeout_seconds = 10;       // an answer the client does not read within this: closed
+  int max_connections = 10000;          // more are accepted and closed at once
   HttpApiOptions api;                   // batch and body limits, default namespace settings
 };
 
@@ -59,30 +57,23 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds host:port (port 0: any free port). Returns the bound port;
-  // kInvalidArgument for bad options, kIOError if the address cannot be bound.
+  // Binds host:port (port 0: any free port) and listens. Returns the bound
+  // port; kInvalidArgument for bad options, kIOError if it cannot be bound.
   Result<int> Bind();
-  // Serves on the bound socket until Stop(). Returns after the requests in
-  // flight (and connections already accepted) were answered.
+  // Serves on the bound socket until Stop(). Returns after every request in
+  // flight was answered (connections are then closed).
   Status Serve();
-  // Stops accepting connections; Serve() returns once the workers are done.
-  // Idempotent; may come before Serve() started (Serve() then returns at once).
+  // Stops accepting connections and requests; Serve() returns once the
+  // requests in flight are answered. Idempotent; may come before Serve()
+  // (Serve() then returns at once).
   void Stop();
 
-  int port() const { return port_; }
-  const HttpMetrics& metrics() const { return metrics_; }
+  int port() const;
+  const HttpMetrics& metrics() const;
 
  private:
-  void Answer(const httplib::Request& req, httplib::Response& res, std::string body);
-  void Install();
-
-  Engine& engine_;
-  HttpServerOptions options_;
-  HttpMetrics metrics_;
-  httplib::Server server_;
-  int port_ = -1;
-  std::atomic<bool> stop_requested_{false};
-  std::atomic<bool> serving_{false};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace neardup

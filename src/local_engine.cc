@@ -8,6 +8,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -81,8 +82,29 @@ class Committer {
   Status Wait(uint64_t seq) {
     std::unique_lock lk(mu_);
     done_cv_.wait(lk, [&] { return durable_ >= seq; });
-    auto it = failed_.find(seq);
-    return it == failed_.end() ? Status::OK() : it->second;
+    return StatusLocked(seq);
+  }
+
+  // Calls fn() once every write up to `seq` was applied: at once on this
+  // thread if they are, else on the commit thread after the batch's fsync
+  // (so fn must be quick; it must not call Wait or WhenDurable's blocking
+  // kin). Status() then answers each of them without blocking. This is what
+  // lets an event-driven server answer without a thread parked per request.
+  void WhenDurable(uint64_t seq, std::function<void()> fn) {
+    {
+      std::lock_guard lk(mu_);
+      if (durable_ < seq) {
+        waiters_.emplace(seq, std::move(fn));
+        return;
+      }
+    }
+    fn();
+  }
+
+  // Status of an applied write (durable_ >= seq).
+  Status StatusOf(uint64_t seq) {
+    std::lock_guard lk(mu_);
+    return StatusLocked(seq);
   }
 
   void Stop() {
@@ -119,6 +141,7 @@ class Committer {
 
   void Run() {
     std::vector<StoreWrite> batch;
+    std::vector<std::function<void()>> ready;
     while (true) {
       std::unique_lock lk(mu_);
       work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
@@ -158,9 +181,20 @@ class Committer {
         for (uint64_t q = first_seq; q < first_seq + count; ++q) failed_.emplace(q, Status::Unavailable("store write failed: " + s.ToString()));
       }
       durable_ = first_seq + count - 1;
+      ready.clear();
+      while (!waiters_.empty() && waiters_.begin()->first <= durable_) {
+        ready.push_back(std::move(waiters_.begin()->second));
+        waiters_.erase(waiters_.begin());
+      }
       lk.unlock();
       done_cv_.notify_all();
+      for (auto& fn : ready) fn();
     }
+  }
+
+  Status StatusLocked(uint64_t seq) const {
+    auto it = failed_.find(seq);
+    return it == failed_.end() ? Status::OK() : it->second;
   }
 
   DocumentStore* store_;
@@ -172,6 +206,7 @@ class Committer {
   uint64_t last_enqueued_ = 0;
   uint64_t durable_ = 0;  // every seq <= durable_ has been applied (or failed)
   std::unordered_map<uint64_t, Status> failed_;
+  std::multimap<uint64_t, std::function<void()>> waiters_;  // by the seq they wait for
   bool stop_ = false;
   std::atomic<uint64_t> commits_{0}, committed_docs_{0};
   std::thread thread_;  // last: starts after everything above exists
@@ -415,69 +450,38 @@ class LocalEngine final : public Engine {
 
   Status CheckBatch(const std::string& ns_name, std::span<const DocumentInput> docs, CheckMode mode,
                     std::vector<Result<CheckOutcome>>* out) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    auto ns_or = GetOrCreate(ns_name);
-    if (!ns_or.ok()) return ns_or.status();
-    Namespace& ns = **ns_or;
-    out->clear();
-    out->reserve(docs.size());
-
-    // Fingerprinting is the expensive part: outside the namespace lock.
-    std::shared_ptr<const Fingerprinter> fp;
-    {
-      std::lock_guard lk(ns.mu);
-      fp = ns.fingerprinter;
-    }
-    std::vector<DocSignature> sigs(docs.size());
-    std::vector<Status> input_errors(docs.size());
-    TextAnalysis analysis;
-    for (size_t i = 0; i < docs.size(); ++i) {
-      input_errors[i] = ValidateInput(docs[i]);
-      if (!input_errors[i].ok()) continue;
-      fp->Analyze(docs[i].text, &analysis);
-      sigs[i] = MakeSignature(analysis);
-    }
-
-    std::vector<std::vector<uint64_t>> waits(docs.size());
-    {
-      std::lock_guard lk(ns.mu);
-      if (ns.deleted) return Status::NotFound("namespace \"" + ns_name + "\" was deleted");
-      if (ns.fingerprinter != fp) {
-        // Settings changed the scheme meanwhile (only possible while empty).
-        fp = ns.fingerprinter;
-        for (size_t i = 0; i < docs.size(); ++i) {
-          if (!input_errors[i].ok()) continue;
-          fp->Analyze(docs[i].text, &analysis);
-          sigs[i] = MakeSignature(analysis);
-        }
-      }
-      const int64_t now = options_.clock_ms();
-      for (size_t i = 0; i < docs.size(); ++i) {
-        if (!input_errors[i].ok()) {
-          out->push_back(input_errors[i]);
-          continue;
-        }
-        auto decided = DecideLocked(ns, docs[i], sigs[i], mode, now, &waits[i]);
-        if (decided.ok()) {
-          out->push_back(std::move(decided).value());
-        } else {
-          out->push_back(decided.status());
-        }
-      }
-    }
-    // Durability before the answer: every document an answer names as stored.
-    for (size_t i = 0; i < docs.size(); ++i) {
-      for (uint64_t seq : waits[i]) {
-        Status s = committer_->Wait(seq);
-        if (!s.ok()) {
-          (*out)[i] = s;
-          break;
-        }
-      }
-    }
+    std::vector<std::vector<uint64_t>> waits;
+    uint64_t last = 0;
+    NEARDUP_RETURN_IF_ERROR(DecideBatch(ns_name, docs, mode, out, &waits, &last));
+    if (last != 0) (void)committer_->Wait(last);
+    ApplyWriteStatuses(waits, out);
     return Status::OK();
   }
+
+  // Decides in memory on the calling thread, then completes from the commit
+  // thread once every document the answers name is durable: no thread waits.
+  void CheckBatchAsync(const std::string& ns_name, std::span<const DocumentInput> docs, CheckMode mode,
+                       CheckDone done) override {
+    auto out = std::make_shared<std::vector<Result<CheckOutcome>>>();
+    auto waits = std::make_shared<std::vector<std::vector<uint64_t>>>();
+    uint64_t last = 0;
+    const Status s = DecideBatch(ns_name, docs, mode, out.get(), waits.get(), &last);
+    if (!s.ok()) {
+      done(s, {});
+      return;
+    }
+    if (last == 0) {
+      done(Status::OK(), std::move(*out));
+      return;
+    }
+    // Writes are applied in sequence order: the last one covers the rest.
+    committer_->WhenDurable(last, [this, out, waits, done = std::move(done)] {
+      ApplyWriteStatuses(*waits, out.get());
+      done(Status::OK(), std::move(*out));
+    });
+  }
+
+  bool CheckBatchAsyncNeverBlocks() const override { return true; }
 
   Result<DocumentInfo> GetDocument(const std::string& ns_name, const std::string& id) override {
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns_name));
@@ -609,6 +613,82 @@ class LocalEngine final : public Engine {
     // Document writes queued later are applied after this record.
     (void)seq;
     return created;
+  }
+
+  // Fingerprints outside the namespace lock, then decides every document in
+  // order under it. (*waits)[i] are the writes document i's answer names
+  // (its own, its matches'): they must be durable before it is sent; *last
+  // is the largest of all (0: none).
+  Status DecideBatch(const std::string& ns_name, std::span<const DocumentInput> docs, CheckMode mode,
+                     std::vector<Result<CheckOutcome>>* out, std::vector<std::vector<uint64_t>>* waits,
+                     uint64_t* last) {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    auto ns_or = GetOrCreate(ns_name);
+    if (!ns_or.ok()) return ns_or.status();
+    Namespace& ns = **ns_or;
+    out->clear();
+    out->reserve(docs.size());
+    waits->assign(docs.size(), {});
+    *last = 0;
+
+    // Fingerprinting is the expensive part: outside the namespace lock.
+    std::shared_ptr<const Fingerprinter> fp;
+    {
+      std::lock_guard lk(ns.mu);
+      fp = ns.fingerprinter;
+    }
+    std::vector<DocSignature> sigs(docs.size());
+    std::vector<Status> input_errors(docs.size());
+    thread_local TextAnalysis analysis;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      input_errors[i] = ValidateInput(docs[i]);
+      if (!input_errors[i].ok()) continue;
+      fp->Analyze(docs[i].text, &analysis);
+      sigs[i] = MakeSignature(analysis);
+    }
+
+    std::lock_guard lk(ns.mu);
+    if (ns.deleted) return Status::NotFound("namespace \"" + ns_name + "\" was deleted");
+    if (ns.fingerprinter != fp) {
+      // Settings changed the scheme meanwhile (only possible while empty).
+      fp = ns.fingerprinter;
+      for (size_t i = 0; i < docs.size(); ++i) {
+        if (!input_errors[i].ok()) continue;
+        fp->Analyze(docs[i].text, &analysis);
+        sigs[i] = MakeSignature(analysis);
+      }
+    }
+    const int64_t now = options_.clock_ms();
+    for (size_t i = 0; i < docs.size(); ++i) {
+      if (!input_errors[i].ok()) {
+        out->push_back(input_errors[i]);
+        continue;
+      }
+      auto decided = DecideLocked(ns, docs[i], sigs[i], mode, now, &(*waits)[i]);
+      if (decided.ok()) {
+        out->push_back(std::move(decided).value());
+      } else {
+        out->push_back(decided.status());
+      }
+      for (uint64_t seq : (*waits)[i]) *last = std::max(*last, seq);
+    }
+    return Status::OK();
+  }
+
+  // Once the writes are applied: an answer that names a document whose write
+  // failed becomes that error (the document was never durable).
+  void ApplyWriteStatuses(const std::vector<std::vector<uint64_t>>& waits, std::vector<Result<CheckOutcome>>* out) {
+    for (size_t i = 0; i < waits.size() && i < out->size(); ++i) {
+      if (!(*out)[i].ok()) continue;
+      for (uint64_t seq : waits[i]) {
+        Status s = committer_->StatusOf(seq);
+        if (!s.ok()) {
+          (*out)[i] = s;
+          break;
+        }
+      }
+    }
   }
 
   // The decision, under the namespace lock. Appends to *waits the write

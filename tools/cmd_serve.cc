@@ -44,6 +44,8 @@ struct ServeConfig {
   std::string store;  // issue 6: "redis-cluster://host:port,..." instead of --data
   std::string listen = "127.0.0.1:8080";
   int threads = 16;
+  int io_threads = 2;
+  int max_connections = 10000;
   int64_t max_body_bytes = 1048576;
   int64_t max_batch = 1000;
   bool sync = true;
@@ -160,6 +162,8 @@ const std::vector<Field>& Fields() {
       NEARDUP_FIELD("store", store, ReadString),
       NEARDUP_FIELD("listen", listen, ReadString),
       NEARDUP_FIELD("threads", threads, ReadInt),
+      NEARDUP_FIELD("io-threads", io_threads, ReadInt),
+      NEARDUP_FIELD("max-connections", max_connections, ReadInt),
       NEARDUP_FIELD("max-body-bytes", max_body_bytes, ReadInt),
       NEARDUP_FIELD("max-batch", max_batch, ReadInt),
       NEARDUP_FIELD("sync", sync, ReadBool),
@@ -238,6 +242,8 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   r.store = c.store;
   NEARDUP_RETURN_IF_ERROR(ParseListen(c.listen, &r.server.host, &r.server.port));
   NEARDUP_RETURN_IF_ERROR(Range("threads", c.threads, 1, 1024));
+  NEARDUP_RETURN_IF_ERROR(Range("io-threads", c.io_threads, 1, 64));
+  NEARDUP_RETURN_IF_ERROR(Range("max-connections", c.max_connections, 1, 1000000));
   NEARDUP_RETURN_IF_ERROR(Range("max-body-bytes", c.max_body_bytes, 1, int64_t{1} << 30));
   NEARDUP_RETURN_IF_ERROR(Range("max-batch", c.max_batch, 1, 100000));
   NEARDUP_RETURN_IF_ERROR(Range("keep-alive-timeout", c.keep_alive_timeout, 1, 3600));
@@ -262,6 +268,8 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   r.engine.sweep_interval_ms = c.sweep_interval_ms;
 
   r.server.threads = c.threads;
+  r.server.io_threads = c.io_threads;
+  r.server.max_connections = c.max_connections;
   r.server.keep_alive_max_count = c.keep_alive_max;
   r.server.keep_alive_timeout_seconds = c.keep_alive_timeout;
   r.server.read_timeout_seconds = c.read_timeout;
@@ -279,7 +287,7 @@ std::string HostPort(const std::string& host, int port) {
 
 int RunServe(const Resolved& r) {
   // Block the stop signals before any thread exists (the engine's and
-  // httplib's threads inherit the mask); one thread takes them below.
+  // server's threads inherit the mask); one thread takes them below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -363,8 +371,13 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "port (printed in the start line)");
   cmd->add_option("--config", *config_path, "JSON file with any of these options (keys without \"--\")");
   cmd->add_option("--threads", flags->threads,
-                  "HTTP worker threads = connections served at once (a kept-alive connection holds one); "
-                  "1..1024");
+                  "Worker threads for requests that may block (namespace and document routes; every route "
+                  "with --store, whose checks wait on the network); 1..1024");
+  cmd->add_option("--io-threads", flags->io_threads,
+                  "Event-loop threads that read, parse and answer connections; with the embedded store they "
+                  "also fingerprint and decide checks; 1..64 (about one per core)");
+  cmd->add_option("--max-connections", flags->max_connections,
+                  "Open connections at most; further ones are accepted and closed at once; 1..1000000");
   cmd->add_option("--max-body-bytes", flags->max_body_bytes,
                   "Largest request body in bytes; larger bodies are refused with 413");
   cmd->add_option("--max-batch", flags->max_batch,

@@ -27,6 +27,7 @@
 #define NEARDUP_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -140,6 +141,20 @@ class Engine {
   // (a later document may be a duplicate of an earlier one of the same batch).
   virtual Status CheckBatch(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
                             std::vector<Result<CheckOutcome>>* out) = 0;
+
+  // Asynchronous CheckBatch: done(status, answers) is called exactly once
+  // with what CheckBatch would have returned, on this thread before the call
+  // returns or later on an engine thread (so it must be quick and must not
+  // call back into the engine's blocking methods). `docs` is read only
+  // before the call returns. The default runs CheckBatch and then done.
+  using CheckDone = std::function<void(Status, std::vector<Result<CheckOutcome>>)>;
+  virtual void CheckBatchAsync(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
+                               CheckDone done);
+  // True when CheckBatchAsync never waits for I/O or other requests on the
+  // calling thread (it decides in memory and completes once durable): an
+  // event-driven server may then call it on its event threads. False (the
+  // default) means "may block": such calls belong on a worker thread.
+  virtual bool CheckBatchAsyncNeverBlocks() const { return false; }
 
   virtual Result<DocumentInfo> GetDocument(const std::string& ns, const std::string& id) = 0;
   virtual Status DeleteDocument(const std::string& ns, const std::string& id) = 0;

@@ -1,0 +1,314 @@
+// The event-driven front end (src/http_server.h) over a real LocalEngine, with
+// raw sockets: pipelining, reads split into single bytes, 100-continue,
+// HTTP/1.0, transport errors, many connections at once, a client that leaves
+// mid-request, and a stop with requests in flight.
+#include "http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "neardup/local_engine.h"
+
+namespace neardup {
+namespace {
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/neardup_http_server_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    LocalEngineOptions o;
+    o.data_dir = dir_ + "/data";
+    o.sync = false;
+    auto e = OpenLocalEngine(o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+  }
+
+  void Start(HttpServerOptions so = {}) {
+    so.host = "127.0.0.1";
+    so.port = 0;
+    server_ = std::make_unique<HttpServer>(*engine_, so);
+    auto port = server_->Bind();
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    port_ = port.value();
+    serve_thread_ = std::thread([this] { serve_status_ = server_->Serve(); });
+  }
+
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (serve_thread_.joinable()) serve_thread_.join();
+    EXPECT_TRUE(serve_status_.ok()) << serve_status_.ToString();
+    server_.reset();
+    if (engine_) (void)engine_->Shutdown();
+    engine_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  int Connect() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    return fd;
+  }
+
+  static void SendAll(int fd, const std::string& s) {
+    ASSERT_EQ(::send(fd, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size()));
+  }
+
+  // Reads until `count` complete answers (by Content-Length) arrived, the
+  // peer closed, or 10 s passed. Returns everything read.
+  static std::string ReadAnswers(int fd, int count, bool* closed = nullptr) {
+    std::string in;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    if (closed) *closed = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (CountAnswers(in) >= count) break;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[8192];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        if (closed) *closed = true;
+        break;
+      }
+      in.append(buf, static_cast<size_t>(n));
+    }
+    return in;
+  }
+
+  // Final answers (not "100 Continue") fully present in `in`.
+  static int CountAnswers(const std::string& in) {
+    int count = 0;
+    size_t pos = 0;
+    while (true) {
+      const size_t head_end = in.find("\r\n\r\n", pos);
+      if (head_end == std::string::npos) return count;
+      const std::string head = in.substr(pos, head_end - pos);
+      size_t len = 0;
+      if (const size_t cl = head.find("Content-Length: "); cl != std::string::npos) {
+        len = std::strtoul(head.c_str() + cl + 16, nullptr, 10);
+      }
+      if (in.size() < head_end + 4 + len) return count;
+      if (head.rfind("HTTP/1.1 100", 0) != 0) ++count;
+      pos = head_end + 4 + len;
+    }
+  }
+
+  static std::string Check(const std::string& id, const std::string& text, const std::string& extra = "") {
+    const std::string body = "{\"id\":\"" + id + "\",\"text\":\"" + text + "\"}";
+    return "POST /v1/namespaces/t/check HTTP/1.1\r\nHost: x\r\n" + extra +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread serve_thread_;
+  Status serve_status_;
+  int port_ = 0;
+};
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  Start();
+  const int fd = Connect();
+  SendAll(fd, Check("p1", "the first text of the pipeline about apples and pears") + "GET /healthz HTTP/1.1\r\n\r\n" +
+                  Check("p2", "a second and different text about the weather in spring"));
+  const std::string in = ReadAnswers(fd, 3);
+  ::close(fd);
+  ASSERT_EQ(CountAnswers(in), 3) << in;
+  const size_t a = in.find("\"id\":\"p1\""), b = in.find("\"status\":\"ok\""), c = in.find("\"id\":\"p2\"");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_NE(c, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+}
+
+TEST_F(HttpServerTest, RequestSentOneByteAtATime) {
+  Start();
+  const int fd = Connect();
+  const std::string req = Check("slow", "sent one byte at a time, the server must put it together");
+  for (char ch : req) {
+    SendAll(fd, std::string(1, ch));
+    if (&ch - req.data() < 40) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::string in = ReadAnswers(fd, 1);
+  ::close(fd);
+  EXPECT_EQ(in.rfind("HTTP/1.1 200", 0), 0u) << in;
+  EXPECT_NE(in.find("\"stored\":true"), std::string::npos) << in;
+}
+
+TEST_F(HttpServerTest, ExpectContinue) {
+  Start();
+  const int fd = Connect();
+  const std::string body = R"({"id":"e1","text":"a body sent only after the interim answer"})";
+  SendAll(fd, "POST /v1/namespaces/t/check HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n");
+  std::string interim;
+  for (int i = 0; i < 100 && interim.find("\r\n\r\n") == std::string::npos; ++i) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[256];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    interim.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  SendAll(fd, body);
+  const std::string in = ReadAnswers(fd, 1);
+  ::close(fd);
+  EXPECT_EQ(in.rfind("HTTP/1.1 200", 0), 0u) << in;
+}
+
+TEST_F(HttpServerTest, Http10ClosesAfterTheAnswerAndHeadHasNoBody) {
+  Start();
+  int fd = Connect();
+  SendAll(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+  bool closed = false;
+  std::string in = ReadAnswers(fd, 2, &closed);
+  ::close(fd);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(CountAnswers(in), 1);
+  EXPECT_NE(in.find("Connection: close\r\n"), std::string::npos) << in;
+
+  // HEAD's answer has a Content-Length but no body: the next answer follows
+  // its header section directly.
+  fd = Connect();
+  SendAll(fd, "HEAD /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
+  in.clear();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const size_t first_end = in.find("\r\n\r\n");
+    if (first_end != std::string::npos && in.find("}", first_end) != std::string::npos) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  ASSERT_NE(in.find("\r\n\r\n"), std::string::npos) << in;
+  EXPECT_EQ(in.substr(in.find("\r\n\r\n") + 4, 12), "HTTP/1.1 200") << in;
+}
+
+TEST_F(HttpServerTest, TransportErrorsAreJsonAndClose) {
+  HttpServerOptions so;
+  so.api.max_body_bytes = 1000;
+  Start(so);
+  struct Case {
+    std::string bytes;
+    std::string status;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"NOT HTTP AT ALL\r\n\r\n", "400"},
+           {"GET / HTTP/3.0\r\n\r\n", "505"},
+           {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", "414"},
+           {"GET / HTTP/1.1\r\nX: " + std::string(70000, 'b') + "\r\n\r\n", "431"},
+           {"POST /v1/namespaces/t/check HTTP/1.1\r\nContent-Length: 5000\r\n\r\n", "413"},
+           {"POST /v1/namespaces/t/check HTTP/1.1\r\nTransfer-Encoding: br\r\n\r\n", "501"},
+       }) {
+    const int fd = Connect();
+    SendAll(fd, c.bytes);
+    bool closed = false;
+    const std::string in = ReadAnswers(fd, 2, &closed);
+    ::close(fd);
+    EXPECT_EQ(in.rfind("HTTP/1.1 " + c.status, 0), 0u) << c.status << ": " << in.substr(0, 200);
+    EXPECT_NE(in.find("{\"error\":{\"code\":"), std::string::npos) << in.substr(0, 300);
+    EXPECT_NE(in.find("Connection: close"), std::string::npos) << in.substr(0, 300);
+    EXPECT_TRUE(closed) << c.status;
+  }
+  // The server still answers.
+  const int fd = Connect();
+  SendAll(fd, "GET /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(ReadAnswers(fd, 1).rfind("HTTP/1.1 200", 0), 0u);
+  ::close(fd);
+}
+
+TEST_F(HttpServerTest, ManyConnectionsAtOnceAndClientsThatLeave) {
+  HttpServerOptions so;
+  so.threads = 2;  // far fewer workers than connections: nothing waits for a worker
+  Start(so);
+  constexpr int kConns = 300;
+  std::vector<int> fds;
+  for (int i = 0; i < kConns; ++i) fds.push_back(Connect());
+  for (int i = 0; i < kConns; ++i) {
+    SendAll(fds[i], Check("m" + std::to_string(i), "connection " + std::to_string(i) + " sends its own text " +
+                                                       std::to_string(i * 7919) + " with words"));
+  }
+  // A third of the clients leave before reading their answer.
+  for (int i = 0; i < kConns; i += 3) {
+    ::close(fds[i]);
+    fds[i] = -1;
+  }
+  for (int i = 0; i < kConns; ++i) {
+    if (fds[i] < 0) continue;
+    const std::string in = ReadAnswers(fds[i], 1);
+    EXPECT_EQ(in.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << in;
+    ::close(fds[i]);
+  }
+  auto ns = engine_->GetNamespace("t");
+  ASSERT_TRUE(ns.ok());
+  // Every answered request was decided; those of the clients that left may
+  // or may not have been (a reset can discard unread bytes).
+  EXPECT_GE(ns->checks, static_cast<uint64_t>(kConns - kConns / 3));
+  EXPECT_LE(ns->checks, static_cast<uint64_t>(kConns));
+}
+
+TEST_F(HttpServerTest, StopAnswersRequestsInFlightThenServeReturns) {
+  Start();
+  std::vector<int> fds;
+  for (int i = 0; i < 20; ++i) {
+    fds.push_back(Connect());
+    SendAll(fds.back(), Check("s" + std::to_string(i), "stop test text number " + std::to_string(i) +
+                                                           " with some words " + std::to_string(i * 31)));
+  }
+  // Wait until every request was decided, then stop.
+  for (int i = 0; i < 200; ++i) {
+    auto ns = engine_->GetNamespace("t");
+    if (ns.ok() && ns->checks == 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  server_->Stop();
+  for (int fd : fds) {
+    bool closed = false;
+    const std::string in = ReadAnswers(fd, 1, &closed);
+    EXPECT_EQ(in.rfind("HTTP/1.1 200", 0), 0u) << in;
+    ::close(fd);
+  }
+  serve_thread_.join();
+  // A new connection is refused or closed at once.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    ::send(fd, "GET /healthz HTTP/1.1\r\n\r\n", 25, MSG_NOSIGNAL);
+    bool closed = false;
+    const std::string in = ReadAnswers(fd, 1, &closed);
+    EXPECT_EQ(CountAnswers(in), 0) << in;
+  }
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace neardup
