@@ -9,9 +9,12 @@
 // (1..k bits flipped from a random centre), seeded. Queries: half are stored
 // fingerprints with 0..k bits flipped (true matches), half uniform random.
 // Reported per N: bulk build inserts/s, incremental inserts/s, bytes per entry
-// (the index's own accounting and the process RSS growth), single-query latency
+// (the index's own accounting, the process RSS growth, and the bytes malloc
+// holds free in its heap after the adds: fragmentation), single-query latency
 // p50/p99/mean on one core, batch queries/s on 1 and 2 threads, save and load
 // time, and the same queries through the brute-force scan with a recall check.
+#include <malloc.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -126,9 +129,9 @@ int main(int argc, char** argv) {
     }
   }
   std::string json = "[\n";
-  std::printf("%-10s %-34s %10s %10s %8s %8s %8s %8s %10s %10s %11s %11s %7s %7s\n", "N", "index", "bulk/s", "incr/s",
-              "B/entry", "RSS B/e", "p50 us", "p99 us", "q/s 1t", "q/s 2t", "hits/query", "brute p50us", "save s",
-              "load s");
+  std::printf("%-10s %-34s %10s %10s %8s %8s %8s %8s %8s %10s %10s %11s %11s %7s %7s\n", "N", "index", "bulk/s",
+              "incr/s", "B/entry", "RSS B/e", "free B/e", "p50 us", "p99 us", "q/s 1t", "q/s 2t", "hits/query",
+              "brute p50us", "save s", "load s");
   for (uint64_t n : sizes) {
     auto data = MakeData(n, k, 1234 + n);
     auto queries = MakeQueries(data, nq, k, 99);
@@ -160,6 +163,7 @@ int main(int argc, char** argv) {
       for (size_t i = n - inc; i < n; ++i) (void)index->Add(data[i].fingerprint, data[i].id);
       const double inc_s = Seconds(t0, Clock::now());
       const size_t rss1 = RssBytes();
+      const size_t heap_free = mallinfo2().fordblks;
 
       std::vector<double> lat(nq);
       std::vector<Match> out;
@@ -198,19 +202,21 @@ int main(int argc, char** argv) {
       loaded = Status::Internal("released");
       std::remove(path.c_str());
 
-      std::printf("%-10llu %-34s %10.0f %10.0f %8.1f %8.1f %8.2f %8.2f %10.0f %10.0f %11.2f %11.0f %7.2f %7.2f\n",
+      const double free_per = static_cast<double>(heap_free) / n;
+      std::printf("%-10llu %-34s %10.0f %10.0f %8.1f %8.1f %8.2f %8.2f %8.2f %10.0f %10.0f %11.2f %11.0f %7.2f %7.2f\n",
                   static_cast<unsigned long long>(n), desc.c_str(), (n - inc) / bulk_s, inc / inc_s, bytes_per,
-                  rss_per, p.p50, p.p99, qps1, qps2, static_cast<double>(total_hits) / nq, bp.p50, save_s, load_s);
+                  rss_per, free_per, p.p50, p.p99, qps1, qps2, static_cast<double>(total_hits) / nq, bp.p50, save_s, load_s);
       std::fflush(stdout);
       char buf[1024];
       std::snprintf(buf, sizeof buf,
                     "  {\"n\": %llu, \"k\": %d, \"index\": \"%s\", \"bulk_inserts_per_s\": %.0f, "
                     "\"incremental_inserts_per_s\": %.0f, \"bytes_per_entry\": %.2f, \"rss_bytes_per_entry\": %.2f, "
+                    "\"heap_free_bytes_per_entry\": %.2f, "
                     "\"query_p50_us\": %.3f, \"query_p99_us\": %.3f, \"query_mean_us\": %.3f, \"qps_1t\": %.0f, "
                     "\"qps_2t\": %.0f, \"hits_per_query\": %.3f, \"brute_p50_us\": %.1f, \"brute_p99_us\": %.1f, "
                     "\"brute_queries\": %zu, \"recall_checked\": true, \"save_s\": %.3f, \"load_s\": %.3f},\n",
                     static_cast<unsigned long long>(n), k, desc.c_str(), (n - inc) / bulk_s, inc / inc_s, bytes_per,
-                    rss_per, p.p50, p.p99, p.mean, qps1, qps2, static_cast<double>(total_hits) / nq, bp.p50, bp.p99,
+                    rss_per, free_per, p.p50, p.p99, p.mean, qps1, qps2, static_cast<double>(total_hits) / nq, bp.p50, bp.p99,
                     bq, save_s, load_s);
       json += buf;
     }

@@ -212,7 +212,9 @@ TEST(MultiIndex, IdLookupAgainstReference) {
     }
     for (int i = 0; i < 1000; ++i) {
       const DocId id = random_id();
-      if (!ref.count(id)) EXPECT_FALSE(index->Remove(id));
+      if (!ref.count(id)) {
+        EXPECT_FALSE(index->Remove(id));
+      }
     }
     ASSERT_EQ(index->size(), ref.size());
     for (const auto& [id, fp] : ref) {
@@ -222,7 +224,9 @@ TEST(MultiIndex, IdLookupAgainstReference) {
     }
     for (int i = 0; i < 1000; ++i) {
       const DocId id = random_id();
-      if (!ref.count(id)) EXPECT_EQ(index->Get(id).status().code(), Status::Code::kNotFound);
+      if (!ref.count(id)) {
+        EXPECT_EQ(index->Get(id).status().code(), Status::Code::kNotFound);
+      }
     }
   }
   size_t seen = 0;

@@ -12,7 +12,7 @@
 // model.
 //
 // Memory per entry: blocks * 6 bytes (tables) + 8 (fingerprint) + 8 (id)
-// + 4.6-6.9 (id lookup for Remove/Get) plus bucket slack: ~46 B at 50M with
+// + 4.6-6 (id lookup for Remove/Get) plus bucket slack: ~46 B at 50M with
 // 4 blocks (docs/BENCHMARKS.md §1).
 //
 // Thread-safety: as HammingIndex.
