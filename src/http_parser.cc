@@ -61,7 +61,10 @@ constexpr size_t kMaxMethod = 32;
 // line is complete, so the answer does not depend on how the bytes were
 // split across reads: 0 if none (yet).
 int RequestLineLengthError(std::string_view head, size_t max_target) {
-  const std::string_view line = head.substr(0, head.find("\r\n"));
+  const size_t eol = head.find("\r\n");
+  std::string_view line = head.substr(0, eol);
+  // Incomplete: a final CR may be the first half of the line's CRLF.
+  if (eol == std::string_view::npos && !line.empty() && line.back() == '\r') line.remove_suffix(1);
   const size_t sp1 = line.find(' ');
   if (sp1 == std::string_view::npos) return line.size() > kMaxMethod ? 400 : 0;
   if (sp1 > kMaxMethod) return 400;

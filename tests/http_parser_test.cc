@@ -168,6 +168,18 @@ TEST(HttpParserTest, ErrorsCarryTheirStatus) {
   }
 }
 
+// Regression (found by fuzz/http_parser_fuzzer): a CR at the end of a read
+// was counted into the request target, so a target exactly at the limit was
+// 414 when split before its CRLF and 400 (no HTTP version) when whole.
+TEST(HttpParserTest, PartialCrlfDoesNotCountIntoTheTarget) {
+  HttpParseLimits l;
+  l.max_target_bytes = 4;
+  const std::string bytes = "GET /abc\r\n\r\n";
+  EXPECT_EQ(Parse(bytes, {}, l).error_status, 400);
+  EXPECT_EQ(Parse(bytes, {1}, l).error_status, 400);
+  EXPECT_EQ(Parse(bytes, {9}, l).error_status, 400);
+}
+
 TEST(HttpParserTest, IncompleteRequestIsInProgress) {
   HttpRequestParser p;
   size_t used = 0;
