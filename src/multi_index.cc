@@ -18,7 +18,7 @@
 // Why the signature holds only the bits after the bucket key: the key bits are
 // the same for every entry of a bucket, so storing them (as the earlier 32-bit
 // signature did) spent 2 of every 8 table bytes on nothing. With 4 blocks of
-// 16 bits at >= 4M entries the key is the whole block, and the 16-bit
+// 16 bits from 1-2M entries on the key is the whole block, and the 16-bit
 // signature is the next block: the same filter as before in 6 bytes per table
 // instead of 8 (docs/BENCHMARKS.md §1, issue 2's 40 B target).
 //

@@ -103,7 +103,7 @@ TEST_P(IndexVsOracle, IncrementalAddsThroughRehash) {
 }
 
 // expected_size large enough that the bucket key is the whole block (4 blocks:
-// 16-bit keys, as at >= 1M entries), so the 16-bit signature holds only bits
+// 16-bit keys, as from 1-2M entries on), so the 16-bit signature holds only bits
 // of the following block: the production layout, on test-sized data.
 TEST_P(IndexVsOracle, KeyIsWholeBlockAllK) {
   const int blocks = GetParam();
@@ -373,7 +373,7 @@ TEST(MultiIndex, MemoryPerEntryIsBounded) {
 
 // Issue 2's target: 40 B per entry plus the 8 B id, at 50M. The marginal cost
 // per entry is measured between two sizes with the same bucket count (16-bit
-// keys, as at >= 1M entries), so the fixed per-bucket cost, which 50M entries
+// keys, as from 1-2M entries on), so the fixed per-bucket cost, which 50M entries
 // amortize to ~0.2 B, cancels out. Bulk load then 5% single adds, as in
 // bench_index.
 TEST(MultiIndex, MarginalMemoryPerEntryWithWholeBlockKeys) {
