@@ -665,8 +665,13 @@ class MultiIndex final : public HammingIndex {
         // bucket's signatures are ~1.5 KB of cold memory, and the probed
         // buckets' lines then arrive in parallel rather than as each scan
         // reaches them.
-        const char* line = reinterpret_cast<const char*>(b.sigs());
-        for (size_t off = 0; off < size_t{b.size} * sizeof(uint16_t); off += 64) __builtin_prefetch(line + off);
+        // A small bucket (3 blocks, or under 2M entries: tens of entries) is
+        // fetched whole, rows too: a few lines more, and a survivor's row is
+        // then at hand instead of one more miss before its fingerprint's.
+        const bool small = b.cap <= 64;
+        const char* line = reinterpret_cast<const char*>(small ? b.data : reinterpret_cast<const unsigned char*>(b.sigs()));
+        const size_t bytes = small ? size_t{b.cap} * Bucket::kEntryBytes : size_t{b.size} * sizeof(uint16_t);
+        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(line + off);
         probed[nprobed++] = Probed{&b, ti, std::popcount(mask)};
         if (nprobed == 64 && (!flush() || !verify())) return;
       }
