@@ -38,11 +38,20 @@ start false
 log "preload: $($LOAD --port $PORT --ns load --preload "$N" --seconds 0 --threads 1 2>&1 | tail -2 | head -1)"
 log "rss after preload: $(rss) bytes"
 stop
-for sync in true false; do
+# CONN_SWEEP="16 32 128": extra single-document phases (sync=true) at these
+# connection counts, to show the throughput/latency trade-off.
+CONN_SWEEP=${CONN_SWEEP:-}
+SYNC_MODES=${SYNC_MODES:-true false}  # e.g. SYNC_MODES=true for a durable-only run
+for sync in $SYNC_MODES; do
   start "$sync"
   log "restart with $N documents (sync=$sync): ${STARTUP_S} s until listening; rss $(rss) bytes"
   log "namespace stats: $(curl -s 127.0.0.1:$PORT/v1/namespaces/load | head -c 600)"
   log "check-and-insert sync=$sync: $($LOAD --port $PORT --ns load --threads "$THREADS" --seconds "$SECS")"
   log "batch(20) sync=$sync: $($LOAD --port $PORT --ns load --threads "$THREADS" --seconds "$SECS" --batch 20)"
+  if [[ $sync == true ]]; then
+    for c in $CONN_SWEEP; do
+      log "check-and-insert sync=$sync connections=$c: $($LOAD --port $PORT --ns load --threads "$c" --seconds "$SECS")"
+    done
+  fi
   stop
 done
