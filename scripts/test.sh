@@ -42,7 +42,7 @@ for f in build-fuzz/*_fuzzer; do
   corpus=fuzz/corpus/${name%_fuzzer}
   work=$(mktemp -d)
   [[ -d "$corpus" ]] && cp -r "$corpus"/. "$work"/
-  "$f" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 -print_final_stats=0 "$work" 2>&1 | tail -2
+  "$f" -max_total_time="${FUZZ_SECONDS:-15}" -rss_limit_mb=2048 -print_final_stats=0 "$work" 2>&1 | tail -2
   rm -rf "$work"
 done
 step "all test stages passed"
