@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "neardup/local_engine.h"
+#include "raw_socket.h"
 
 namespace neardup {
 namespace {
@@ -60,12 +61,8 @@ class HttpServerTest : public ::testing::Test {
   }
 
   int Connect() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port_));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const int fd = rawsock::ConnectLoopback(port_);
+    EXPECT_GE(fd, 0);
     return fd;
   }
 
@@ -77,20 +74,9 @@ class HttpServerTest : public ::testing::Test {
   // peer closed, or 10 s passed. Returns everything read.
   static std::string ReadAnswers(int fd, int count, bool* closed = nullptr) {
     std::string in;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    if (closed) *closed = false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (CountAnswers(in) >= count) break;
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buf[8192];
-      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        if (closed) *closed = true;
-        break;
-      }
-      in.append(buf, static_cast<size_t>(n));
-    }
+    rawsock::ReadUntil(
+        fd, &in, [count](const std::string& s) { return CountAnswers(s) >= count; }, std::chrono::seconds(10),
+        closed);
     return in;
   }
 
@@ -163,14 +149,7 @@ TEST_F(HttpServerTest, ExpectContinue) {
   SendAll(fd, "POST /v1/namespaces/t/check HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n");
   std::string interim;
-  for (int i = 0; i < 100 && interim.find("\r\n\r\n") == std::string::npos; ++i) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    char buf[256];
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    interim.append(buf, static_cast<size_t>(n));
-  }
+  rawsock::ReadUntil(fd, &interim, [](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
   EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
   SendAll(fd, body);
   const std::string in = ReadAnswers(fd, 1);
@@ -194,17 +173,10 @@ TEST_F(HttpServerTest, Http10ClosesAfterTheAnswerAndHeadHasNoBody) {
   fd = Connect();
   SendAll(fd, "HEAD /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
   in.clear();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const size_t first_end = in.find("\r\n\r\n");
-    if (first_end != std::string::npos && in.find("}", first_end) != std::string::npos) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    in.append(buf, static_cast<size_t>(n));
-  }
+  rawsock::ReadUntil(fd, &in, [](const std::string& s) {
+    const size_t first_end = s.find("\r\n\r\n");
+    return first_end != std::string::npos && s.find('}', first_end) != std::string::npos;
+  });
   ::close(fd);
   ASSERT_NE(in.find("\r\n\r\n"), std::string::npos) << in;
   EXPECT_EQ(in.substr(in.find("\r\n\r\n") + 4, 12), "HTTP/1.1 200") << in;
@@ -296,18 +268,14 @@ TEST_F(HttpServerTest, StopAnswersRequestsInFlightThenServeReturns) {
   }
   serve_thread_.join();
   // A new connection is refused or closed at once.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port_));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+  const int fd = rawsock::ConnectLoopback(port_);
+  if (fd >= 0) {
     ::send(fd, "GET /healthz HTTP/1.1\r\n\r\n", 25, MSG_NOSIGNAL);
     bool closed = false;
     const std::string in = ReadAnswers(fd, 1, &closed);
     EXPECT_EQ(CountAnswers(in), 0) << in;
+    ::close(fd);
   }
-  ::close(fd);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "http_server.h"
 #include "httplib_client.h"  // httplib with the ABI macros of Debian's build
+#include "raw_socket.h"
 
 namespace {
 
@@ -252,13 +253,8 @@ TEST_F(ServeTest, BodyOverTheLimitIs413Json) {
 
   // A chunked body has no Content-Length; the limit holds while reading it.
   {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = neardup::rawsock::ConnectLoopback(p.port());
     ASSERT_GE(fd, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(p.port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     std::string req =
         "POST /v1/namespaces/news/check HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
         "Content-Type: application/json\r\n\r\n";
@@ -266,14 +262,7 @@ TEST_F(ServeTest, BodyOverTheLimitIs413Json) {
     req += "0\r\n\r\n";
     ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
     std::string answer;
-    for (int i = 0; i < 100 && answer.find("}}") == std::string::npos; ++i) {
-      pollfd pfd{fd, POLLIN, 0};
-      if (::poll(&pfd, 1, 100) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      answer.append(buf, static_cast<size_t>(n));
-    }
+    neardup::rawsock::ReadUntil(fd, &answer, [](const std::string& s) { return s.find("}}") != std::string::npos; });
     ::close(fd);
     EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
     EXPECT_NE(answer.find("\"resource_exhausted\""), std::string::npos) << answer;
@@ -300,27 +289,16 @@ TEST_F(ServeTest, SigtermDrainsRequestsInFlight) {
   {
     ServeProcess p;
     Start(&p, {"--max-body-bytes", "10000000"});
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = neardup::rawsock::ConnectLoopback(p.port());
     ASSERT_GE(fd, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(p.port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     const std::string req = "POST /v1/namespaces/drain/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::thread stopper([&] { EXPECT_EQ(p.Signal(SIGTERM), 0); });
     std::string answer;
-    for (int i = 0; i < 300; ++i) {  // at most ~30 s
-      pollfd pfd{fd, POLLIN, 0};
-      if (::poll(&pfd, 1, 100) <= 0) continue;
-      char buf[65536];
-      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) break;  // Connection: close -> the whole answer was read
-      answer.append(buf, static_cast<size_t>(n));
-    }
+    // Connection: close: the whole answer is read when the server closes.
+    neardup::rawsock::ReadUntil(fd, &answer, [](const std::string&) { return false; }, std::chrono::seconds(30));
     ::close(fd);
     stopper.join();
     ASSERT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer.substr(0, 200);

@@ -1,0 +1,56 @@
+// Raw-socket helpers for tests that speak HTTP byte by byte to a server on
+// 127.0.0.1 (framing, limits and errors that an HTTP client library would
+// hide or refuse to send).
+#ifndef NEARDUP_TESTS_RAW_SOCKET_H_
+#define NEARDUP_TESTS_RAW_SOCKET_H_
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace neardup::rawsock {
+
+// A blocking TCP connection to 127.0.0.1:port, or -1.
+inline int ConnectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads into *in until done(*in) holds, the peer closes (*closed = true when
+// given), or `timeout` passes. Returns done(*in).
+inline bool ReadUntil(int fd, std::string* in, const std::function<bool(const std::string&)>& done,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10), bool* closed = nullptr) {
+  if (closed) *closed = false;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done(*in) && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char buf[8192];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      if (closed) *closed = true;
+      break;
+    }
+    in->append(buf, static_cast<size_t>(n));
+  }
+  return done(*in);
+}
+
+}  // namespace neardup::rawsock
+
+#endif  // NEARDUP_TESTS_RAW_SOCKET_H_
