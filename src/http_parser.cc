@@ -56,15 +56,17 @@ bool ListHas(std::string_view list, std::string_view token) {
 constexpr size_t kMaxChunkLine = 4096;
 constexpr size_t kMaxMethod = 32;
 
-// The request line's length errors, judged from what has arrived so far
-// (`head` may be incomplete). Checked in the same order whether or not the
-// line is complete, so the answer does not depend on how the bytes were
-// split across reads: 0 if none (yet).
-int RequestLineLengthError(std::string_view head, size_t max_target) {
+// The request line's length errors, judged from what has arrived so far:
+// `head` is the whole header section (its final CRLFCRLF removed) when
+// `complete`, else a prefix of it. Checked in the same order either way, so
+// the answer does not depend on how the bytes were split across reads: 0 if
+// none (yet).
+int RequestLineLengthError(std::string_view head, size_t max_target, bool complete) {
   const size_t eol = head.find("\r\n");
   std::string_view line = head.substr(0, eol);
-  // Incomplete: a final CR may be the first half of the line's CRLF.
-  if (eol == std::string_view::npos && !line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // Incomplete: a final CR may be the first half of the line's CRLF. (In a
+  // complete head every CR before the first CRLF belongs to the line.)
+  if (!complete && eol == std::string_view::npos && !line.empty() && line.back() == '\r') line.remove_suffix(1);
   const size_t sp1 = line.find(' ');
   if (sp1 == std::string_view::npos) return line.size() > kMaxMethod ? 400 : 0;
   if (sp1 > kMaxMethod) return 400;
@@ -106,7 +108,7 @@ bool HttpRequestParser::TakeLine(std::string_view data, size_t* pos, size_t max_
 
 bool HttpRequestParser::ParseHead() {
   std::string_view head = head_;
-  if (const int e = RequestLineLengthError(head, limits_.max_target_bytes); e != 0) {
+  if (const int e = RequestLineLengthError(head, limits_.max_target_bytes, /*complete=*/true); e != 0) {
     Fail(e, e == 414 ? "request target is over the limit of " + std::to_string(limits_.max_target_bytes) + " bytes"
                      : std::string("malformed request method"));
     return false;
@@ -262,7 +264,7 @@ HttpRequestParser::Result HttpRequestParser::Feed(std::string_view data, size_t*
         const size_t end = head_.find("\r\n\r\n", old >= 3 ? old - 3 : 0);
         if (end == std::string::npos) {
           pos += take;
-          if (const int e = RequestLineLengthError(head_, limits_.max_target_bytes); e != 0) {
+          if (const int e = RequestLineLengthError(head_, limits_.max_target_bytes, /*complete=*/false); e != 0) {
             return Fail(e, e == 414 ? "request target is over the limit of " +
                                           std::to_string(limits_.max_target_bytes) + " bytes"
                                     : std::string("malformed request method"));
