@@ -751,12 +751,9 @@ void HandleRequestAsync(Engine& engine, const HttpRequest& request, const HttpAp
     out.route = route;
     respond(std::move(out));
   };
+  if (!post) post = [](std::function<void()> fn) { fn(); };
   auto done = [finish = std::move(finish), post = std::move(post)](Status s,
                                                                    std::vector<Result<CheckOutcome>> outcomes) mutable {
-    if (!post) {
-      finish(std::move(s), std::move(outcomes));
-      return;
-    }
     post([finish = std::move(finish), s = std::move(s), outcomes = std::move(outcomes)]() mutable {
       finish(std::move(s), std::move(outcomes));
     });

@@ -94,16 +94,24 @@ HttpRequestParser::Result HttpRequestParser::Fail(int status, std::string messag
   return Result::kError;
 }
 
-bool HttpRequestParser::TakeLine(std::string_view data, size_t* pos, size_t max_line, bool* too_long) {
+HttpRequestParser::Line HttpRequestParser::TakeLine(std::string_view data, size_t* pos, size_t max_line) {
   const size_t nl = data.find('\n', *pos);
   const size_t end = nl == std::string_view::npos ? data.size() : nl + 1;
   line_.append(data.substr(*pos, end - *pos));
   *pos = end;
-  if (line_.size() > max_line + 2) {
-    *too_long = true;
-    return false;
-  }
-  return nl != std::string_view::npos;
+  if (line_.size() > max_line + 2) return Line::kTooLong;
+  if (nl == std::string_view::npos) return Line::kMore;
+  if (line_.size() < 2 || line_[line_.size() - 2] != '\r') return Line::kNoCr;
+  line_.resize(line_.size() - 2);
+  return Line::kReady;
+}
+
+uint64_t HttpRequestParser::TakeBody(std::string_view data, size_t* pos) {
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, data.size() - *pos));
+  req_.body.append(data.substr(*pos, n));
+  *pos += n;
+  remaining_ -= n;
+  return remaining_;
 }
 
 bool HttpRequestParser::ParseHead() {
@@ -284,25 +292,18 @@ HttpRequestParser::Result HttpRequestParser::Feed(std::string_view data, size_t*
         break;
       }
       case Stage::kLengthBody: {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, data.size() - pos));
-        req_.body.append(data.substr(pos, n));
-        pos += n;
-        remaining_ -= n;
-        if (remaining_ == 0) {
-          stage_ = Stage::kDone;
-          break;
-        }
-        return need_more();
+        if (TakeBody(data, &pos) != 0) return need_more();
+        stage_ = Stage::kDone;
+        break;
       }
       case Stage::kChunkSize: {
-        bool too_long = false;
-        if (!TakeLine(data, &pos, kMaxChunkLine, &too_long)) {
-          if (too_long) return Fail(400, "chunk size line is too long");
-          return need_more();
+        switch (TakeLine(data, &pos, kMaxChunkLine)) {
+          case Line::kMore: return need_more();
+          case Line::kTooLong: return Fail(400, "chunk size line is too long");
+          case Line::kNoCr: return Fail(400, "chunk size line does not end in CRLF");
+          case Line::kReady: break;
         }
         std::string_view l = line_;
-        if (l.size() < 2 || l[l.size() - 2] != '\r') return Fail(400, "chunk size line does not end in CRLF");
-        l.remove_suffix(2);
         l = l.substr(0, l.find(';'));  // extensions are ignored
         l = Trim(l);
         if (l.empty() || l.size() > 15) return Fail(400, "malformed chunk size");
@@ -327,11 +328,7 @@ HttpRequestParser::Result HttpRequestParser::Feed(std::string_view data, size_t*
         break;
       }
       case Stage::kChunkData: {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, data.size() - pos));
-        req_.body.append(data.substr(pos, n));
-        pos += n;
-        remaining_ -= n;
-        if (remaining_ != 0) return need_more();
+        if (TakeBody(data, &pos) != 0) return need_more();
         stage_ = Stage::kChunkDataEnd;
         break;
       }
@@ -350,14 +347,14 @@ HttpRequestParser::Result HttpRequestParser::Feed(std::string_view data, size_t*
         break;
       }
       case Stage::kTrailers: {
-        bool too_long = false;
-        if (!TakeLine(data, &pos, limits_.max_header_bytes, &too_long)) {
-          if (too_long) return Fail(431, "trailer section is too large");
-          return need_more();
+        switch (TakeLine(data, &pos, limits_.max_header_bytes)) {
+          case Line::kMore: return need_more();
+          case Line::kTooLong: return Fail(431, "trailer section is too large");
+          case Line::kNoCr: return Fail(400, "trailer line does not end in CRLF");
+          case Line::kReady: break;
         }
-        if (line_.size() < 2 || line_[line_.size() - 2] != '\r') return Fail(400, "trailer line does not end in CRLF");
-        trailer_bytes_ += line_.size();
-        const bool last = line_ == "\r\n";
+        trailer_bytes_ += line_.size() + 2;
+        const bool last = line_.empty();
         line_.clear();
         if (trailer_bytes_ > limits_.max_header_bytes) return Fail(431, "trailer section is too large");
         if (last) stage_ = Stage::kDone;

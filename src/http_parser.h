@@ -76,8 +76,14 @@ class HttpRequestParser {
 
   Result Fail(int status, std::string message);
   bool ParseHead();  // head_ holds the section without its final CRLFCRLF
-  // Takes one CRLF-terminated line from data into line_; false if incomplete.
-  bool TakeLine(std::string_view data, size_t* pos, size_t max_line, bool* too_long);
+  // A CRLF-terminated line (chunk size, trailer), possibly across reads.
+  enum class Line { kMore, kReady, kTooLong, kNoCr };
+  // Moves bytes up to and including '\n' into line_. kReady: line_ holds the
+  // whole line without its CRLF; kNoCr: it ended in a bare LF; kTooLong: over
+  // max_line bytes of content.
+  Line TakeLine(std::string_view data, size_t* pos, size_t max_line);
+  // Appends up to remaining_ body bytes from data; returns remaining_.
+  uint64_t TakeBody(std::string_view data, size_t* pos);
 
   HttpParseLimits limits_;
   Stage stage_ = Stage::kHeaders;

@@ -172,7 +172,6 @@ struct HttpServer::Impl {
   };
 
   struct Loop {
-    Impl* server = nullptr;
     int epfd = -1;
     int wakefd = -1;
     std::thread thread;
@@ -684,7 +683,6 @@ Result<int> HttpServer::Bind() {
   impl_->listen_fd = fd;
   for (int i = 0; i < o.io_threads; ++i) {
     auto l = std::make_unique<Impl::Loop>();
-    l->server = impl_.get();
     l->epfd = ::epoll_create1(EPOLL_CLOEXEC);
     l->wakefd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (l->epfd < 0 || l->wakefd < 0) return Status::IOError(std::string("epoll/eventfd: ") + std::strerror(errno));

@@ -87,8 +87,8 @@ class Committer {
 
   // Calls fn() once every write up to `seq` was applied: at once on this
   // thread if they are, else on the commit thread after the batch's fsync
-  // (so fn must be quick; it must not call Wait or WhenDurable's blocking
-  // kin). Status() then answers each of them without blocking. This is what
+  // (so fn must be quick and must not call Wait). StatusOf() then answers
+  // each of those writes without blocking. This is what
   // lets an event-driven server answer without a thread parked per request.
   void WhenDurable(uint64_t seq, std::function<void()> fn) {
     {
