@@ -251,29 +251,43 @@ const uint32_t* NearDupSet::SketchRecord(DocId id) const {
   return it == sketch_slot_.end() ? nullptr : &sketch_arena_[it->second];
 }
 
+PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const PairSide& b, int distance) {
+  PairDecision d;
+  if (!a.has_sketch() || !b.has_sketch()) {
+    // No sketch on one side: the fingerprint distance decides.
+    d.similarity = SimilarityFromDistance(distance);
+    d.duplicate = distance <= options.k;
+    return d;
+  }
+  const SimilarityEstimate e = EstimateSimilarity(a.mins, a.num_mins, a.num_shingles, b.mins, b.num_mins, b.num_shingles);
+  d.similarity = e.jaccard;
+  d.rechecked = true;
+  const RecheckOptions& r = options.recheck;
+  if (!r.enabled) {
+    d.duplicate = distance <= options.k;
+    return d;
+  }
+  if (!IsShortText(r, a.num_chars) && !IsShortText(r, b.num_chars) && distance <= options.k) {
+    d.duplicate = true;
+    return d;
+  }
+  const uint32_t smaller = std::min(a.num_shingles, b.num_shingles);
+  const double min_j =
+      smaller < static_cast<uint32_t>(r.small_text_shingles) ? r.min_similarity_small : r.min_similarity;
+  d.duplicate = e.jaccard >= min_j;
+  return d;
+}
+
 bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec,
                         DuplicateMatch* match) const {
   match->id = candidate.id;
   match->distance = candidate.distance;
-  if (rec == nullptr || !doc.has_sketch()) {
-    // No sketch on one side: the fingerprint distance decides.
-    match->similarity = SimilarityFromDistance(candidate.distance);
-    match->rechecked = false;
-    return candidate.distance <= options_.k;
-  }
-  const uint32_t kept_shingles = rec[kRecShingles];
-  const SimilarityEstimate e = EstimateSimilarity(doc.sketch.mins.data(), doc.sketch.mins.size(),
-                                                  doc.sketch.num_shingles, rec + kRecHeader, rec[kRecCount],
-                                                  kept_shingles);
-  match->similarity = e.jaccard;
-  match->rechecked = true;
-  const RecheckOptions& r = options_.recheck;
-  if (!r.enabled) return candidate.distance <= options_.k;
-  if (!IsShort(doc.num_chars) && !IsShort(rec[kRecChars]) && candidate.distance <= options_.k) return true;
-  const uint32_t smaller = std::min(doc.sketch.num_shingles, kept_shingles);
-  const double min_j =
-      smaller < static_cast<uint32_t>(r.small_text_shingles) ? r.min_similarity_small : r.min_similarity;
-  return e.jaccard >= min_j;
+  PairSide kept;
+  if (rec != nullptr) kept = PairSide{rec[kRecChars], rec + kRecHeader, rec[kRecCount], rec[kRecShingles]};
+  const PairDecision d = DecidePair(options_, PairSide::Of(doc), kept, candidate.distance);
+  match->similarity = d.similarity;
+  match->rechecked = d.rechecked;
+  return d.duplicate;
 }
 
 Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,

@@ -19,6 +19,7 @@
 
 #include "neardup/fingerprint.h"
 #include "neardup/near_dup_set.h"
+#include "neardup/similarity.h"
 #include "call_gate.h"
 #include "redis_cluster.h"
 
@@ -152,6 +153,24 @@ Result<std::shared_ptr<const Fingerprinter>> MakeFingerprinter(const NamespaceSe
   return std::make_shared<const Fingerprinter>(std::move(fp).value());
 }
 
+// Anchor bucket keys take the top `anchor_bits` bits of an anchor. A
+// namespace record written before anchor buckets existed has no
+// "anchor_bits": every instance then uses this value.
+constexpr int kLegacyAnchorBits = 20;
+
+// Anchor buckets are sized so that one (anchor prefix, window) key holds
+// about this many records at the expected number of documents: tens of
+// 12-byte records share one key's overhead (~50-90 B), and a reader's GET
+// stays small.
+constexpr double kAnchorRecordsPerKey = 32;
+
+// Bits of anchor prefix per key for n documents spread over `windows` time
+// windows, each appended under the default number of anchors.
+int AnchorBitsFor(uint64_t n, int windows) {
+  const double keys = static_cast<double>(n) * RecheckOptions{}.anchors / (std::max(windows, 1) * kAnchorRecordsPerKey);
+  return std::clamp(static_cast<int>(std::ceil(std::log2(std::max(keys, 1.0)))), 8, 32);
+}
+
 // A namespace as stored at nd:ns:<name> (JSON) and cached by each engine.
 struct NsInfo {
   std::string name;
@@ -160,8 +179,20 @@ struct NsInfo {
   std::string gen;  // random per creation: a deleted namespace's keys are never read again
   int64_t window_ms = 0;  // 0: one window (no retention at creation)
   RedisTableLayout layout;
+  int anchor_bits = kLegacyAnchorBits;
   std::shared_ptr<const Fingerprinter> fp;
   int64_t loaded_ms = 0;
+
+  // The policy NearDupSet would apply to this namespace.
+  NearDupOptions Policy() const {
+    NearDupOptions o;
+    o.k = settings.k;
+    o.recheck = settings.recheck;
+    return o;
+  }
+  uint32_t AnchorPrefix(uint32_t anchor) const {
+    return anchor_bits >= 32 ? anchor : anchor >> (32 - anchor_bits);
+  }
 
   std::string P() const { return name + ":" + gen; }
   int64_t RetentionMs() const { return settings.retention_seconds * 1000; }
@@ -178,7 +209,7 @@ struct NsInfo {
 };
 
 std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, const std::string& gen, int64_t window_ms,
-                     const RedisTableLayout& layout) {
+                     const RedisTableLayout& layout, int anchor_bits) {
   nlohmann::json masks = nlohmann::json::array();
   for (uint64_t m : layout.masks) masks.push_back(Hex(m));
   nlohmann::json j = {{"settings", nlohmann::json::parse(s.ToJson())},
@@ -186,6 +217,7 @@ std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, const 
                       {"scheme", fp.scheme_name()},
                       {"gen", gen},
                       {"window_ms", window_ms},
+                      {"anchor_bits", anchor_bits},
                       {"layout", {{"name", layout.name}, {"design_k", layout.design_k}, {"masks", masks}}}};
   return j.dump();
 }
@@ -204,6 +236,8 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
   info->settings = settings.value();
   info->gen = j.value("gen", "");
   info->window_ms = j.value("window_ms", int64_t{0});
+  info->anchor_bits = j.value("anchor_bits", kLegacyAnchorBits);
+  if (info->anchor_bits < 1 || info->anchor_bits > 32) return bad();
   const auto& l = j["layout"];
   info->layout.name = l.value("name", "");
   info->layout.design_k = l.value("design_k", 0);
@@ -225,17 +259,31 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
 }
 
 // A document's metadata (nd:m:...): what answers and peers need.
+//   ts|fp hex|content hash hex|has features|lease end|document id[\xFF extra]
+// where extra is EncodeSignatureExtra's bytes (num_chars and the sketch).
+// Document ids are valid UTF-8, which never contains the byte 0xFF, so the
+// first 0xFF ends the id; metadata written before sketches has none and
+// decodes as "no sketch" (the pair rule then decides by distance <= k).
 struct Meta {
   int64_t ts = 0;
   uint64_t fp = 0, ch = 0;
   bool hf = false;
   int64_t lease_until = 0;
   std::string id;
+  std::string extra;  // encoded; empty: no sketch
+  DocSignature sig;   // num_chars and sketch decoded from extra (the rest unused)
 };
 
+constexpr char kExtraMark = '\xFF';
+
 std::string EncodeMeta(const Meta& m) {
-  return std::to_string(m.ts) + "|" + Hex(m.fp) + "|" + Hex(m.ch) + "|" + (m.hf ? "1" : "0") + "|" +
-         std::to_string(m.lease_until) + "|" + m.id;
+  std::string s = std::to_string(m.ts) + "|" + Hex(m.fp) + "|" + Hex(m.ch) + "|" + (m.hf ? "1" : "0") + "|" +
+                  std::to_string(m.lease_until) + "|" + m.id;
+  if (!m.extra.empty()) {
+    s += kExtraMark;
+    s += m.extra;
+  }
+  return s;
 }
 
 bool DecodeMeta(std::string_view s, Meta* m) {
@@ -252,18 +300,31 @@ bool DecodeMeta(std::string_view s, Meta* m) {
   m->fp = fp.value();
   m->ch = ch.value();
   m->hf = f[3] == "1";
-  m->id = std::string(s);
+  const size_t mark = s.find(kExtraMark);
+  m->id = std::string(s.substr(0, mark));
+  m->extra.clear();
+  m->sig = DocSignature{};
+  if (mark != std::string_view::npos) {
+    // An unreadable or newer sketch is no sketch: the document is still
+    // matched (by distance <= k), never dropped as if it did not exist.
+    if (DecodeSignatureExtra(s.substr(mark + 1), &m->sig).ok()) m->extra = std::string(s.substr(mark + 1));
+  }
   return true;
 }
 
 // A candidate: a record seen in a bucket, then its metadata and status.
 struct Candidate {
   uint64_t iid = 0;
-  int distance = 0;
+  int distance = 0;        // known once the metadata is read for anchor-only candidates
+  bool by_anchor = false;  // shares a live anchor with the document
   bool have_meta = false;
   Meta meta;
   std::string status;  // "" pending, "K" kept, "R<iid>" rejected, "D" deleted
+  double similarity = 0;
 };
+
+// Anchor bucket records: the full anchor (u32 LE) and the internal id (u64 LE).
+constexpr size_t kAnchorRecord = 12;
 
 RedisCommand Cmd(std::vector<std::string> args) {
   std::string key = args.size() > 1 ? args[1] : std::string();
@@ -327,9 +388,17 @@ class RedisClusterEngine final : public Engine {
                                           std::to_string(n.layout.design_k) +
                                           " (docs/cluster.md); recreate it to raise k to " + std::to_string(settings.k));
       }
+      // The short-text radius reads the same tables: past the layout's
+      // radius a pair within short_k could share no table.
+      if (settings.recheck.short_k > n.layout.design_k) {
+        return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for radii <= " +
+                                          std::to_string(n.layout.design_k) +
+                                          " (docs/cluster.md); recreate it to raise recheck.short_k to " +
+                                          std::to_string(settings.recheck.short_k));
+      }
       auto fp = MakeFingerprinter(settings);
       if (!fp.ok()) return fp.status();
-      const std::string raw = EncodeNs(settings, *fp.value(), n.gen, n.window_ms, n.layout);
+      const std::string raw = EncodeNs(settings, *fp.value(), n.gen, n.window_ms, n.layout, n.anchor_bits);
       // Only over the record we read (a concurrent delete or re-create wins).
       std::vector<RedisCommand> cmds = {Cmd({"SET", NsKey(name), raw, "XX", "GET"})};
       std::vector<RedisReply> r;
@@ -481,6 +550,9 @@ class RedisClusterEngine final : public Engine {
   static std::string ExactKey(const NsInfo& n, uint64_t ch, int64_t w) {
     return "nd:e:" + n.P() + ":" + Hex(ch) + ":" + std::to_string(w);
   }
+  static std::string AnchorKey(const NsInfo& n, uint32_t prefix, int64_t w) {
+    return "nd:a:" + n.P() + ":" + std::to_string(prefix) + ":" + std::to_string(w);
+  }
 
   bool Step(std::string_view step) const { return !options_.step_hook || options_.step_hook(step); }
   static Status AbandonedStatus() { return Status::Unavailable("check abandoned (simulated crash)"); }
@@ -533,7 +605,10 @@ class RedisClusterEngine final : public Engine {
   Result<bool> Create(const std::string& name, const NamespaceSettings& settings) {
     auto fp = MakeFingerprinter(settings);
     if (!fp.ok()) return fp.status();
-    auto layout = RedisTableLayout::Make(options_.layout, std::max(settings.k, 3), options_.expected_documents);
+    // Built for the widest radius the settings search (short texts search
+    // max(k, short_k)), and never below 3 so that k can be raised to 3 later.
+    auto layout = RedisTableLayout::Make(options_.layout, std::max({settings.k, settings.recheck.short_k, 3}),
+                                         options_.expected_documents);
     if (!layout.ok()) return layout.status();
     std::random_device rd;
     const std::string gen = Hex((uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(SystemNowMs()));
@@ -541,7 +616,9 @@ class RedisClusterEngine final : public Engine {
         settings.retention_seconds > 0
             ? std::max<int64_t>(settings.retention_seconds * 1000 / std::max(options_.windows_per_retention, 1), 60000)
             : 0;
-    const std::string raw = EncodeNs(settings, *fp.value(), gen, window_ms, layout.value());
+    const int anchor_bits =
+        AnchorBitsFor(options_.expected_documents, window_ms > 0 ? options_.windows_per_retention : 1);
+    const std::string raw = EncodeNs(settings, *fp.value(), gen, window_ms, layout.value(), anchor_bits);
     std::vector<RedisCommand> cmds = {SetCmd(NsKey(name), raw, 0, /*nx=*/true, false),
                                       Cmd({"SADD", kNamespacesKey, name})};
     std::vector<RedisReply> r;
@@ -638,13 +715,36 @@ class RedisClusterEngine final : public Engine {
   Result<CheckOutcome> CheckWith(const NsInfo& n, const DocumentInput& doc, CheckMode mode, bool* stale) {
     TextAnalysis analysis;
     n.fp->Analyze(doc.text, &analysis);
-    const uint64_t fp = analysis.fingerprint, ch = analysis.content_hash;
-    const bool hf = analysis.has_features();
+    // The signature the embedded store decides on (near_dup_set.h).
+    const DocSignature sig = MakeSignature(analysis);
+    const uint64_t fp = sig.fingerprint, ch = sig.content_hash;
+    const bool hf = sig.has_features;
     const int64_t now = options_.clock_ms();
     const int64_t cutoff = n.Cutoff(now);
     const int64_t ts = doc.timestamp_ms.value_or(now);
     const bool store = mode != CheckMode::kQueryOnly && ts >= cutoff;
     const int k = n.settings.k;
+    const NearDupOptions policy = n.Policy();
+    const RecheckOptions& rc = policy.recheck;
+    // With the re-check off nothing of it is written or read: the store then
+    // costs and decides exactly as the plain rule always did.
+    const bool sketched = rc.enabled && sig.has_sketch();
+    // Fingerprint records are kept up to the widest radius a pair with this
+    // document can use: max(k, short_k) when either text is short. Whether a
+    // candidate is short is known from its metadata (step 3).
+    const int read_radius = sketched ? std::max(k, rc.short_k) : k;
+    // The anchors this document is appended and looked up under: its first
+    // `anchors`. Both sides of a pair use the same rule, so a pair sharing
+    // one shares a key (docs/cluster.md).
+    std::vector<uint32_t> anchors;
+    if (sketched) {
+      const size_t a = std::min(static_cast<size_t>(rc.anchors), sig.sketch.anchors.size());
+      anchors.assign(sig.sketch.anchors.begin(), sig.sketch.anchors.begin() + static_cast<std::ptrdiff_t>(a));
+    }
+    std::vector<uint32_t> prefixes;
+    for (uint32_t a : anchors) prefixes.push_back(n.AnchorPrefix(a));
+    std::sort(prefixes.begin(), prefixes.end());
+    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
 
     CheckOutcome out;
     out.fingerprint = fp;
@@ -674,6 +774,7 @@ class RedisClusterEngine final : public Engine {
     // lease, then APPEND to every bucket; WAIT for a replica.
     uint64_t iid = 0;
     Meta meta{ts, fp, ch, hf, 0, doc.id};
+    if (sketched) meta.extra = EncodeSignatureExtra(sig);
     const int64_t doc_exp = n.DocExpiry(ts);
     {
       if (store) {
@@ -693,14 +794,23 @@ class RedisClusterEngine final : public Engine {
         }
         const int64_t w = n.Window(ts);
         const int64_t exp = n.BucketExpiry(w, ts);
+        auto expire = [&](const std::string& key) {
+          if (exp <= 0) return;
+          // NX sets a fresh key's expiry, GT only ever extends it.
+          cmds.push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "NX"}));
+          cmds.push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "GT"}));
+        };
         for (const std::string& key : keys_in(w)) {
           cmds.push_back(Cmd({"APPEND", key, rec}));
-          if (exp > 0) {
-            // NX sets a fresh key's expiry, GT only ever extends it.
-            cmds.push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "NX"}));
-            cmds.push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "GT"}));
-          }
+          expire(key);
         }
+        for (uint32_t a : anchors) {
+          std::string arec(kAnchorRecord, '\0');
+          for (int b = 0; b < 4; ++b) arec[b] = static_cast<char>(a >> (8 * b));
+          for (int b = 0; b < 8; ++b) arec[4 + b] = static_cast<char>(iid >> (8 * b));
+          cmds.push_back(Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(a), w), std::move(arec)}));
+        }
+        for (uint32_t p : prefixes) expire(AnchorKey(n, p, w));
       }
       std::vector<RedisReply> r;
       NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, store ? Durable() : RedisClusterClient::BatchOptions{}));
@@ -724,22 +834,32 @@ class RedisClusterEngine final : public Engine {
     }
     if (store && !Step("appended")) return AbandonedStatus();
 
-    // Round 2: read every bucket (all tables, all live windows); filter by
-    // popcount here, not in Redis.
+    // Round 2: read every bucket (all tables, all live windows) and the
+    // anchor buckets; filter by popcount and exact anchor here, not in Redis.
     std::vector<Candidate> cands;
     {
       std::vector<RedisCommand> cmds;
+      std::vector<std::pair<uint32_t, int64_t>> anchor_reads;  // (prefix, window) per anchor GET, after the buckets
       for (int64_t w : windows) {
         for (std::string& key : keys_in(w)) cmds.push_back(Cmd({"GET", std::move(key)}));
+      }
+      const size_t buckets = cmds.size();
+      for (int64_t w : windows) {
+        for (uint32_t p : prefixes) {
+          cmds.push_back(Cmd({"GET", AnchorKey(n, p, w)}));
+          anchor_reads.emplace_back(p, w);
+        }
       }
       cmds.push_back(Cmd({"HINCRBY", CountersKey(n), "checks", "1"}));
       std::vector<RedisReply> r;
       NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
-      std::unordered_map<uint64_t, int> seen;
-      for (size_t i = 0; i + 1 < r.size(); ++i) {
+      // id -> (distance, or -1 when not within read_radius; shares a live anchor)
+      std::unordered_map<uint64_t, std::pair<int, bool>> seen;
+      size_t records = 0;
+      for (size_t i = 0; i < buckets; ++i) {
         NEARDUP_RETURN_IF_ERROR(ReplyError(r[i], "GET bucket"));
         const std::string& s = r[i].str;
-        for (size_t off = 0; off + 16 <= s.size(); off += 16) {
+        for (size_t off = 0; off + 16 <= s.size(); off += 16, ++records) {
           uint64_t g = 0, id = 0;
           for (int b = 0; b < 8; ++b) {
             g |= uint64_t{static_cast<unsigned char>(s[off + b])} << (8 * b);
@@ -747,15 +867,91 @@ class RedisClusterEngine final : public Engine {
           }
           if (id == iid) continue;
           const int d = hf ? std::popcount(g ^ fp) : (g == ch ? 0 : 65);
-          if (d <= k) seen.emplace(id, d);
+          if (d <= read_radius) seen.emplace(id, std::pair<int, bool>(d, false));
         }
       }
-      for (const auto& [id, d] : seen) cands.push_back(Candidate{id, d});
+      if (!anchors.empty()) {
+        // Stop keys by append order (docs/cluster.md): a record is live for
+        // anchor x when at most anchor_max_postings records with x precede
+        // it in its key. Whoever reads a record sees everything before it,
+        // so both sides of a pair compute the same answer.
+        const uint32_t cap = static_cast<uint32_t>(rc.anchor_max_postings);
+        const int64_t own_w = n.Window(ts);
+        std::vector<uint32_t> own_before(anchors.size(), 0);  // x-records before ours in our key
+        std::vector<bool> own_found(anchors.size(), false);
+        std::vector<std::vector<uint64_t>> hits(anchors.size());  // live records of other documents, per anchor
+        std::vector<uint32_t> count(anchors.size());
+        for (size_t i = 0; i < anchor_reads.size(); ++i) {
+          const RedisReply& reply = r[buckets + i];
+          NEARDUP_RETURN_IF_ERROR(ReplyError(reply, "GET anchors"));
+          const auto [p, w] = anchor_reads[i];
+          std::fill(count.begin(), count.end(), 0);
+          const std::string& s = reply.str;
+          for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++records) {
+            uint32_t x = 0;
+            uint64_t id = 0;
+            for (int b = 0; b < 4; ++b) x |= uint32_t{static_cast<unsigned char>(s[off + b])} << (8 * b);
+            for (int b = 0; b < 8; ++b) id |= uint64_t{static_cast<unsigned char>(s[off + 4 + b])} << (8 * b);
+            const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);  // anchors ascend
+            if (it == anchors.end() || *it != x) continue;
+            const size_t a = static_cast<size_t>(it - anchors.begin());
+            const uint32_t before = count[a]++;
+            if (id == iid && w == own_w) {
+              own_before[a] = before;
+              own_found[a] = true;
+            } else if (id != iid && before <= cap) {
+              hits[a].push_back(id);
+            }
+          }
+          if (w == own_w) {
+            // Not appended (a query): as if appended now, after every record read.
+            for (size_t a = 0; a < anchors.size(); ++a) {
+              if (!own_found[a] && n.AnchorPrefix(anchors[a]) == p) own_before[a] = count[a];
+            }
+          }
+        }
+        for (size_t a = 0; a < anchors.size(); ++a) {
+          if (own_before[a] > cap) continue;  // a stop key for us
+          for (uint64_t id : hits[a]) seen.try_emplace(id, -1, false).first->second.second = true;
+        }
+      }
+      for (const auto& [id, found] : seen) {
+        Candidate c;
+        c.iid = id;
+        c.distance = found.first;
+        c.by_anchor = found.second;
+        cands.push_back(std::move(c));
+      }
       std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.iid < b.iid; });
-      scanned_.fetch_add(seen.size());
+      scanned_.fetch_add(records);
     }
     NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &cands, /*sync=*/true));
     if (store && !Step("read")) return AbandonedStatus();
+
+    // Step 3's filter: the pair rule (the one NearDupSet applies). A
+    // candidate that is not a near-duplicate is dropped here, so it is never
+    // waited on or fenced. Candidates without metadata stay (and are
+    // ignored below as expired): a record whose metadata is not visible yet
+    // belongs to a check whose step 1 has not finished, so its step 2 will
+    // see our record and settle the pair.
+    const PairSide me = PairSide::Of(sig);
+    std::erase_if(cands, [&](Candidate& c) {
+      if (!c.have_meta) return false;
+      const bool exact = c.meta.ch == ch;
+      c.distance = hf && c.meta.hf ? std::popcount(c.meta.fp ^ fp) : (exact ? 0 : 65);
+      if (exact) {
+        c.similarity = 1.0;
+        return false;
+      }
+      if (!hf || !c.meta.hf) return true;  // texts without features match by equal text only
+      const bool either_short = IsShortText(rc, sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
+      const bool candidate = c.distance <= k || c.by_anchor ||
+                             (sketched && either_short && c.distance <= std::max(k, rc.short_k));
+      if (!candidate) return true;
+      const PairDecision d = DecidePair(policy, me, PairSide::Of(c.meta.sig), c.distance);
+      c.similarity = d.similarity;
+      return !d.duplicate;
+    });
 
     std::vector<const Candidate*> kept;  // matches: K candidates, unexpired
     auto live = [&](const Candidate& c) { return c.have_meta && c.meta.ts >= cutoff; };
@@ -822,20 +1018,29 @@ class RedisClusterEngine final : public Engine {
             return Status::Unavailable("rejected by a concurrent document that was not kept; retry");
           }
           fencer.distance = hf && fencer.meta.hf ? std::popcount(fencer.meta.fp ^ fp) : 0;
+          fencer.similarity = fencer.meta.ch == ch
+                                  ? 1.0
+                                  : DecidePair(policy, me, PairSide::Of(fencer.meta.sig), fencer.distance).similarity;
           kept.push_back(&fencer);
         }
       }
     }
 
-    // The answer: matches best first (nearest, then oldest).
-    std::sort(kept.begin(), kept.end(), [](const Candidate* a, const Candidate* b) {
+    // The answer, in NearDupSet's order: the oldest document with the same
+    // text, then the most similar (re-check on), then the nearest, then the
+    // oldest.
+    const Candidate* first_exact = nullptr;
+    for (const Candidate* c : kept) {
+      if (c->meta.ch == ch && (first_exact == nullptr || c->iid < first_exact->iid)) first_exact = c;
+    }
+    std::sort(kept.begin(), kept.end(), [&](const Candidate* a, const Candidate* b) {
+      if ((a == first_exact) != (b == first_exact)) return a == first_exact;
+      if (rc.enabled && a->similarity != b->similarity) return a->similarity > b->similarity;
       return a->distance != b->distance ? a->distance < b->distance : a->iid < b->iid;
     });
     for (const Candidate* c : kept) {
       if (static_cast<int>(out.matches.size()) >= n.settings.max_matches) break;
-      const bool exact = c->meta.ch == ch;
-      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, exact ? 1.0 : SimilarityFromDistance(c->distance),
-                                            exact, c->meta.ts});
+      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, c->similarity, c->meta.ch == ch, c->meta.ts});
     }
     out.duplicate = !out.matches.empty();
     if (out.duplicate && !out.stored && mode != CheckMode::kQueryOnly) {

@@ -2,7 +2,9 @@
 // (engine.h), the table layouts, and the fenced protocol's promise: of
 // near-duplicates sent at the same moment to two engine instances exactly
 // one is kept, with random stalls between protocol steps and check attempts
-// abandoned mid-way (a crashed instance) and retried elsewhere.
+// abandoned mid-way (a crashed instance) and retried elsewhere; also for
+// short texts that only the re-check policy's anchors or its short-text
+// radius pair up.
 #include "neardup/redis_engine.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +25,8 @@ namespace {
 
 using testing::LocalRedisCluster;
 using testing::NearDuplicateGroup;
+using testing::ShortGroupKind;
+using testing::ShortNearDuplicateGroup;
 
 // ---- layouts (no cluster) ----------------------------------------------------
 
@@ -414,6 +418,45 @@ TEST_F(RedisEngineTest, ExactlyOneKeptWhenInstancesDieMidway) {
   }
   EXPECT_GE(trials, 1);  // the time bound only limits the run; every trial run must pass
   std::printf("[          ] %d trials, exactly one kept in each\n", trials);
+}
+
+// Short texts that plain simhash misses: groups paired up only through
+// shared anchors (default settings), or only through the short-text radius
+// (short_k = 5, anchors off), over three instances with stalls and, in half
+// of the trials, a tenth of the protocol steps abandoned (crashes).
+TEST_F(RedisEngineTest, ExactlyOneKeptShortTextsViaAnchorsOrWideRadius) {
+  std::vector<std::unique_ptr<Engine>> calm, crashing;
+  for (uint64_t seed = 11; seed < 14; ++seed) {
+    RedisEngineOptions o = Options();
+    o.uri += "?layout=pigeonhole";  // 6 tables for short_k = 5 (auto would pick 36 nested ones)
+    o.step_hook = Staller(seed, 0.0);
+    calm.push_back(Open(o));
+    o.step_hook = Staller(seed + 100, 0.1);
+    crashing.push_back(Open(o));
+    ASSERT_TRUE(calm.back() && crashing.back());
+  }
+  NamespaceSettings wide;
+  wide.recheck.short_k = 5;
+  wide.recheck.anchors = 0;
+  std::mt19937_64 rng(2024);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  int trials = 0, by_kind[2] = {0, 0};
+  for (; trials < 120 && std::chrono::steady_clock::now() < deadline; ++trials) {
+    const bool anchors = trials % 2 == 0;
+    const std::string ns = UniqueNs(anchors ? "short-anchor" : "short-wide");
+    auto& engines = trials % 4 < 2 ? calm : crashing;
+    if (!anchors) ASSERT_TRUE(engines[0]->PutNamespace(ns, wide, nullptr).ok());
+    const auto texts = ShortNearDuplicateGroup(rng, 2 + trials % 3,
+                                               anchors ? ShortGroupKind::kAnchorsOnly : ShortGroupKind::kWideRadiusOnly);
+    ASSERT_GE(texts.size(), 2u);
+    const RaceResult r = Race({engines[0].get(), engines[1].get(), engines[2].get()}, ns, texts);
+    ASSERT_TRUE(r.ok) << "trial " << trials << (anchors ? " (anchors)" : " (wide radius)") << ": " << r.why;
+    ASSERT_EQ(r.kept, 1) << "trial " << trials << (anchors ? " (anchors)" : " (wide radius)");
+    ++by_kind[anchors ? 0 : 1];
+  }
+  EXPECT_GE(trials, 8);
+  std::printf("[          ] %d trials (%d anchor groups, %d short-radius groups), exactly one kept in each\n", trials,
+              by_kind[0], by_kind[1]);
 }
 
 }  // namespace

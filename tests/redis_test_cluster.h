@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "neardup/fingerprint.h"
+#include "neardup/near_dup_set.h"
 
 namespace neardup::testing {
 
@@ -117,6 +118,81 @@ inline std::vector<std::string> NearDuplicateGroup(std::mt19937_64& rng, size_t 
   }
   while (group.size() < want) group.push_back(base);  // identical texts are near-duplicates too
   return group;
+}
+
+enum class ShortGroupKind {
+  // Every pair more than `wide` bits apart: only a shared anchor finds it.
+  kAnchorsOnly,
+  // Every pair more than k and at most `wide` bits apart: with anchors off,
+  // only the short-text radius finds it.
+  kWideRadiusOnly,
+};
+
+// Up to `want` short Chinese texts (a random base and edited copies), every
+// pair a near-duplicate under the default pair rule (DecidePair) but beyond
+// plain simhash's k, found only the way `kind` says. Fewer than `want` (at
+// least one) when the bounded search fails.
+inline std::vector<std::string> ShortNearDuplicateGroup(std::mt19937_64& rng, size_t want, ShortGroupKind kind,
+                                                        int k = 3, int wide = 5) {
+  static const std::u32string pool =
+      U"的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都"
+      U"然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回";
+  static const Fingerprinter fper = std::move(Fingerprinter::Create(FingerprintOptions{})).value();
+  auto to_utf8 = [](const std::u32string& u) {
+    std::string out;
+    for (char32_t c : u) {  // the pool is BMP CJK: three bytes each
+      out += static_cast<char>(0xE0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+    return out;
+  };
+  auto sig_of = [&](const std::string& text) {
+    TextAnalysis a;
+    fper.Analyze(text, &a);
+    return MakeSignature(a);
+  };
+  auto shares_anchor = [](const DocSignature& a, const DocSignature& b) {
+    for (size_t i = 0; i < 8 && i < a.sketch.anchors.size(); ++i)
+      for (size_t j = 0; j < 8 && j < b.sketch.anchors.size(); ++j)
+        if (a.sketch.anchors[i] == b.sketch.anchors[j]) return true;
+    return false;
+  };
+  auto fits = [&](const DocSignature& a, const DocSignature& b) {
+    const int d = HammingDistance(a.fingerprint, b.fingerprint);
+    if (kind == ShortGroupKind::kAnchorsOnly ? (d <= wide || !shares_anchor(a, b)) : (d <= k || d > wide)) return false;
+    return DecidePair(NearDupOptions{}, PairSide::Of(a), PairSide::Of(b), d).duplicate;
+  };
+  std::vector<std::string> best;
+  for (int base_try = 0; base_try < 20 && best.size() < want; ++base_try) {
+    std::u32string base;
+    const size_t len = 24 + rng() % 16;
+    for (size_t i = 0; i < len; ++i) base += pool[rng() % pool.size()];
+    std::vector<std::string> group = {to_utf8(base)};
+    std::vector<DocSignature> sigs = {sig_of(group[0])};
+    for (int tries = 0; tries < 400 && group.size() < want; ++tries) {
+      std::u32string v = base;
+      const int edits = 1 + static_cast<int>(rng() % 3);
+      for (int e = 0; e < edits; ++e) {
+        const size_t at = rng() % v.size();
+        switch (rng() % 3) {
+          case 0: v[at] = pool[rng() % pool.size()]; break;
+          case 1: v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), pool[rng() % pool.size()]); break;
+          default: v.erase(v.begin() + static_cast<std::ptrdiff_t>(at)); break;
+        }
+      }
+      const std::string text = to_utf8(v);
+      const DocSignature s = sig_of(text);
+      bool ok = true;
+      for (const DocSignature& g : sigs) ok = ok && fits(s, g);
+      if (ok) {
+        group.push_back(text);
+        sigs.push_back(s);
+      }
+    }
+    if (group.size() > best.size()) best = group;
+  }
+  return best;
 }
 
 }  // namespace neardup::testing

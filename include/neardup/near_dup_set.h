@@ -12,7 +12,7 @@
 //     fingerprint, where r = max(k, short_k) for a short query (normalized
 //     text of at most short_max_chars code points) and r = k otherwise; and
 //     the kept documents that share one of its anchors (similarity.h).
-//  3. Re-check (Accept()): a candidate pair of two long texts within k is a
+//  3. Re-check (DecidePair(), below): a candidate pair of two long texts within k is a
 //     duplicate. Any other pair is a duplicate iff the estimated Jaccard
 //     similarity of their character shingles is at least min_similarity
 //     (min_similarity_small when the smaller text has fewer than
@@ -136,6 +136,38 @@ struct DuplicateMatch {
 // The similarity estimate that DuplicateMatch falls back to without sketches.
 double SimilarityFromDistance(int distance);
 
+// One document of a candidate pair, as the pair rule sees it: its length and
+// its sketch values (borrowed, ascending). num_shingles == 0 or no values
+// means "no sketch" (a legacy document, or a text kept without its sketch).
+struct PairSide {
+  uint32_t num_chars = 0;
+  const uint32_t* mins = nullptr;
+  size_t num_mins = 0;
+  uint32_t num_shingles = 0;
+  bool has_sketch() const { return num_shingles != 0; }
+  static PairSide Of(const DocSignature& sig) {
+    return PairSide{sig.num_chars, sig.sketch.mins.data(), sig.sketch.mins.size(), sig.sketch.num_shingles};
+  }
+};
+
+struct PairDecision {
+  bool duplicate = false;
+  double similarity = 0;   // as DuplicateMatch::similarity
+  bool rechecked = false;  // similarity came from the sketches
+};
+
+// The pair rule (step 3 above) for two candidates `distance` bits apart,
+// whatever found them (fingerprint radius, anchor, or a store's bucket).
+// NearDupSet and the Redis Cluster store both decide through it, so the rule
+// is written once. Symmetric: DecidePair(o, a, b, d) == DecidePair(o, b, a, d).
+// Pure (no state).
+PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const PairSide& b, int distance);
+
+// Whether a text of this many code points is short under `recheck`.
+inline bool IsShortText(const RecheckOptions& recheck, uint32_t num_chars) {
+  return num_chars <= static_cast<uint32_t>(recheck.short_max_chars);
+}
+
 class NearDupSet {
  public:
   // kInvalidArgument for k out of range or bad index options.
@@ -182,9 +214,7 @@ class NearDupSet {
   bool Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec, DuplicateMatch* match) const;
   const uint32_t* SketchRecord(DocId id) const;
   std::optional<DocId> ExactMatch(uint64_t content_hash) const;
-  bool IsShort(uint32_t num_chars) const {
-    return num_chars <= static_cast<uint32_t>(options_.recheck.short_max_chars);
-  }
+  bool IsShort(uint32_t num_chars) const { return IsShortText(options_.recheck, num_chars); }
   int SearchRadius(const DocSignature& doc) const;
   bool KeepsSketch(const DocSignature& doc) const;
   void CompactSketches();
