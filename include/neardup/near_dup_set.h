@@ -12,14 +12,14 @@
 //     fingerprint, where r = max(k, short_k) for a short query (normalized
 //     text of at most short_max_chars code points) and r = k otherwise; and
 //     the kept documents that share one of its anchors (similarity.h).
-//  3. Re-check (DecidePair(), below): a candidate pair of two long texts within k is a
-//     duplicate. Any other pair is a duplicate iff the estimated Jaccard
-//     similarity of their character shingles is at least min_similarity
-//     (min_similarity_small when the smaller text has fewer than
-//     small_text_shingles shingles). A pair with a
-//     sketch missing on either side (a signature made without text, a
-//     document stored before sketches existed, or a kept text longer than
-//     sketch_max_chars) is a duplicate iff its distance is at most k.
+//  3. Re-check (DecidePair(), below): a candidate pair of two long texts
+//     within k is a duplicate. Any other pair is a duplicate iff the
+//     estimated Jaccard similarity of their character shingles is at least
+//     min_similarity (min_similarity_small when the smaller text has fewer
+//     than small_text_shingles shingles). A pair with a sketch missing on
+//     either side (a signature made without text, a document stored before
+//     sketches existed, or a kept text longer than sketch_max_chars) is a
+//     duplicate iff its distance is at most k.
 //  4. The best of the accepted candidates is the most similar one (then the
 //     nearest, then the smallest id).
 // With recheck.enabled = false the rule is the plain one: every fingerprint

@@ -4,11 +4,16 @@
 // cases; this header is the contract.
 //
 // Semantics: those of engine.h, with these differences (docs/cluster.md):
-//  * Matching is the plain rule: a stored document matches when its
-//    fingerprint is within k (both texts with features), or its normalized
-//    text is equal (content hash). The length-aware re-check and anchors of
-//    NearDupSet are not applied; the settings' "recheck" object is stored and
-//    returned but has no effect.
+//  * Matching is NearDupSet's (near_dup_set.h): the same signature
+//    (MakeSignature), candidates (equal text, fingerprint radius, anchors)
+//    and pair rule (DecidePair), per namespace ("recheck", changed by PUT).
+//    Where it differs from the embedded store: anchor stop keys count every
+//    record appended under the anchor (duplicates too) per time window; a
+//    document uses exactly its first `anchors` anchors; the short-text
+//    radius applies when either text of a pair is short (the protocol needs
+//    the relation symmetric); with the re-check off no sketch is written, so
+//    similarity comes from the distance and such documents are later matched
+//    as documents without a sketch (distance <= k).
 //  * Exactly one of concurrent near-duplicates is kept, across instances, by
 //    the fenced protocol. A check that cannot be decided safely (its record
 //    was not acknowledged by a replica, a peer that fenced it never
@@ -18,8 +23,8 @@
 //    cluster-wide; documents = inserted - deleted (documents that expired are
 //    not subtracted); memory_bytes is 0 (the instance holds no index).
 //  * Each namespace's table layout (which fingerprint bits key each table)
-//    is fixed when the namespace is created; raising k past what the layout
-//    guarantees is kFailedPrecondition.
+//    is fixed when the namespace is created, for max(k, recheck.short_k, 3);
+//    raising k or recheck.short_k past it is kFailedPrecondition.
 //
 // Thread-safety: all methods may be called concurrently, from any number of
 // engines in any number of processes sharing the cluster.
