@@ -49,7 +49,6 @@ HttpResponse ErrorWithStatus(int http_status, std::string_view code, const std::
   return JsonResponse(http_status, j);
 }
 
-json ErrorJson(const Status& s) { return {{"code", ErrorCodeFor(s.code())}, {"message", s.message()}}; }
 
 // ---- body parsing ------------------------------------------------------------
 
@@ -145,22 +144,86 @@ Result<DocumentInput> ParseDocument(const json& j) {
 
 // ---- answers -----------------------------------------------------------------
 
-json OutcomeJson(const std::string& id, const CheckOutcome& o) {
-  json matches = json::array();
-  for (const MatchedDocument& m : o.matches) {
-    matches.push_back({{"id", m.id},
-                       {"distance", m.distance},
-                       {"similarity", m.similarity},
-                       {"exact", m.exact},
-                       {"timestamp", m.timestamp_ms}});
+// The answers to check-type requests are written straight into the body
+// (no JSON tree): they are the hot path, one per document checked. The output
+// is the JSON that nlohmann would produce for the same object (keys in this
+// order); http_api_test compares them.
+void AppendJsonString(std::string* out, std::string_view v) {
+  out->push_back('"');
+  for (const char ch : v) {
+    const auto u = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      default:
+        if (u < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", u);
+          out->append(buf);
+        } else {
+          out->push_back(ch);  // ids and texts were validated as UTF-8 on the way in
+        }
+    }
   }
-  return {{"id", id},
-          {"duplicate", o.duplicate},
-          {"stored", o.stored},
-          {"replay", o.replay},
-          {"matches", std::move(matches)},
-          {"fingerprint", FingerprintToHex(o.fingerprint)},
-          {"has_features", o.has_features}};
+  out->push_back('"');
+}
+
+template <typename T>
+void AppendNumber(std::string* out, T v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+  if constexpr (std::is_floating_point_v<T>) {
+    // JSON readers keep 1.0 a float only with its point (nlohmann writes it so).
+    if (std::string_view(buf, r.ptr - buf).find_first_of(".eEn") == std::string_view::npos) out->append(".0");
+  }
+}
+
+void AppendBool(std::string* out, bool v) { out->append(v ? "true" : "false"); }
+
+void AppendError(std::string* out, const Status& s) {
+  out->append("{\"code\":");
+  AppendJsonString(out, ErrorCodeFor(s.code()));
+  out->append(",\"message\":");
+  AppendJsonString(out, s.message());
+  out->push_back('}');
+}
+
+void AppendOutcome(std::string* out, std::string_view id, const CheckOutcome& o) {
+  out->append("{\"id\":");
+  AppendJsonString(out, id);
+  out->append(",\"duplicate\":");
+  AppendBool(out, o.duplicate);
+  out->append(",\"stored\":");
+  AppendBool(out, o.stored);
+  out->append(",\"replay\":");
+  AppendBool(out, o.replay);
+  out->append(",\"matches\":[");
+  for (size_t i = 0; i < o.matches.size(); ++i) {
+    const MatchedDocument& m = o.matches[i];
+    if (i) out->push_back(',');
+    out->append("{\"id\":");
+    AppendJsonString(out, m.id);
+    out->append(",\"distance\":");
+    AppendNumber(out, m.distance);
+    out->append(",\"similarity\":");
+    AppendNumber(out, m.similarity);
+    out->append(",\"exact\":");
+    AppendBool(out, m.exact);
+    out->append(",\"timestamp\":");
+    AppendNumber(out, m.timestamp_ms);
+    out->push_back('}');
+  }
+  out->append("],\"fingerprint\":");
+  AppendJsonString(out, FingerprintToHex(o.fingerprint));
+  out->append(",\"has_features\":");
+  AppendBool(out, o.has_features);
+  out->push_back('}');
 }
 
 // One serialization of the settings: the one the store keeps.
@@ -545,23 +608,38 @@ HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::ve
   }
   if (p.single) {
     if (!outcomes[0].ok()) return FromStatus(outcomes[0].status());
-    return JsonResponse(200, OutcomeJson(p.valid[0].id, outcomes[0].value()));
+    HttpResponse r;
+    r.body.reserve(256);
+    AppendOutcome(&r.body, p.valid[0].id, outcomes[0].value());
+    r.body.push_back('\n');
+    return r;
   }
-  std::vector<json> answers(p.n);
+  HttpResponse r;
+  r.body.reserve(64 + 256 * p.n);
+  r.body.append("{\"results\":[");
+  size_t v = 0;  // p.valid[v] is the next valid document
   for (size_t i = 0; i < p.n; ++i) {
-    if (!p.errors[i].ok()) answers[i] = {{"error", ErrorJson(p.errors[i])}};
-  }
-  for (size_t v = 0; v < p.valid.size(); ++v) {
-    const size_t i = p.valid_index[v];
-    if (outcomes[v].ok()) {
-      answers[i] = OutcomeJson(p.valid[v].id, outcomes[v].value());
-    } else {
-      answers[i] = {{"id", p.valid[v].id}, {"error", ErrorJson(outcomes[v].status())}};
+    if (i) r.body.push_back(',');
+    if (!p.errors[i].ok()) {
+      r.body.append("{\"error\":");
+      AppendError(&r.body, p.errors[i]);
+      r.body.push_back('}');
+      continue;
     }
+    if (v >= p.valid.size() || p.valid_index[v] != i) return FromStatus(Status::Internal("batch answers out of order"));
+    if (outcomes[v].ok()) {
+      AppendOutcome(&r.body, p.valid[v].id, outcomes[v].value());
+    } else {
+      r.body.append("{\"id\":");
+      AppendJsonString(&r.body, p.valid[v].id);
+      r.body.append(",\"error\":");
+      AppendError(&r.body, outcomes[v].status());
+      r.body.push_back('}');
+    }
+    ++v;
   }
-  json results = json::array();
-  for (json& a : answers) results.push_back(std::move(a));
-  return JsonResponse(200, {{"results", std::move(results)}});
+  r.body.append("]}\n");
+  return r;
 }
 
 HttpResponse HandleDocument(const Context& c, const std::string& ns, std::string_view raw_id) {
@@ -907,9 +985,16 @@ std::string FormatDouble(double v) {
 void HttpMetrics::Record(const std::string& route, const std::string& method, int status, double seconds) {
   size_t b = 0;
   while (b < kBuckets.size() && seconds > kBuckets[b]) ++b;
+  // Looked up by views, so a request allocates nothing here once its
+  // (route, method, status) has been seen: this runs for every request.
+  const std::tuple<std::string_view, std::string_view, int> key{route, MethodLabel(method), status};
   std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[{route, MethodLabel(method), status}];
-  Histogram& h = latency_[route];
+  auto r = requests_.find(key);
+  if (r == requests_.end()) r = requests_.emplace(std::tuple<std::string, std::string, int>(key), 0).first;
+  ++r->second;
+  auto l = latency_.find(std::string_view(route));
+  if (l == latency_.end()) l = latency_.emplace(route, Histogram{}).first;
+  Histogram& h = l->second;
   if (b < kBuckets.size()) ++h.buckets[b];
   ++h.count;
   h.sum += seconds;

@@ -129,8 +129,9 @@ class HttpMetrics {
     double sum = 0;
   };
   mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_;  // route, method, status
-  std::map<std::string, Histogram> latency_;                                // by route
+  // std::less<>: looked up by string_view without building a key.
+  std::map<std::tuple<std::string, std::string, int>, uint64_t, std::less<>> requests_;  // route, method, status
+  std::map<std::string, Histogram, std::less<>> latency_;                                // by route
   std::atomic<int64_t> in_flight_{0};
 };
 

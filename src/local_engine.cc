@@ -65,8 +65,12 @@ class Committer {
  public:
   using FailureHandler = std::function<void(const std::vector<StoreWrite>&)>;
 
-  Committer(DocumentStore* store, size_t max_batch, FailureHandler on_failure)
-      : store_(store), max_batch_(max_batch), on_failure_(std::move(on_failure)), thread_([this] { Run(); }) {}
+  Committer(DocumentStore* store, size_t max_batch, std::chrono::microseconds delay, FailureHandler on_failure)
+      : store_(store),
+        max_batch_(max_batch),
+        delay_(delay),
+        on_failure_(std::move(on_failure)),
+        thread_([this] { Run(); }) {}
 
   ~Committer() { Stop(); }
 
@@ -130,12 +134,16 @@ class Committer {
 
   uint64_t Enqueue(Item item) {
     uint64_t seq;
+    bool wake;
     {
       std::lock_guard lk(mu_);
       seq = ++last_enqueued_;
       queue_.push_back(std::move(item));
+      // While the committer gathers a batch, only a full batch (or a write
+      // that is not a document) is worth waking it early for.
+      wake = !gathering_ || queue_.size() >= max_batch_ || queue_.back().kind != Item::kWrite;
     }
-    work_cv_.notify_one();
+    if (wake) work_cv_.notify_one();
     return seq;
   }
 
@@ -146,6 +154,18 @@ class Committer {
       std::unique_lock lk(mu_);
       work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ and drained
+      // Group-commit delay: under load (the last batch held more than one
+      // write, so others are arriving) wait a little for more writes before
+      // the fsync. Each commit costs an fsync and a wake-up of every waiter's
+      // loop whatever its size, so fewer, larger commits leave more CPU for
+      // decisions; an idle server (batches of one) never waits.
+      if (delay_.count() > 0 && last_batch_ > 1 && queue_.size() < max_batch_ && !stop_) {
+        gathering_ = true;
+        work_cv_.wait_for(lk, delay_, [&] {
+          return stop_ || queue_.size() >= max_batch_ || queue_.back().kind != Item::kWrite;
+        });
+        gathering_ = false;
+      }
       const uint64_t first_seq = durable_ + 1;
       Item::Kind kind = queue_.front().kind;
       Item single;
@@ -166,6 +186,7 @@ class Committer {
       if (kind == Item::kWrite) {
         s = store_->Apply(batch);
         count = batch.size();
+        last_batch_ = count;
         if (s.ok()) {
           commits_.fetch_add(1);
           committed_docs_.fetch_add(batch.size());
@@ -199,6 +220,7 @@ class Committer {
 
   DocumentStore* store_;
   const size_t max_batch_;
+  const std::chrono::microseconds delay_;
   FailureHandler on_failure_;
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
@@ -208,6 +230,8 @@ class Committer {
   std::unordered_map<uint64_t, Status> failed_;
   std::multimap<uint64_t, std::function<void()>> waiters_;  // by the seq they wait for
   bool stop_ = false;
+  bool gathering_ = false;  // the committer waits out the delay (under mu_)
+  size_t last_batch_ = 0;   // writes in the last batch (committer thread only)
   std::atomic<uint64_t> commits_{0}, committed_docs_{0};
   std::thread thread_;  // last: starts after everything above exists
 };
@@ -355,6 +379,7 @@ class LocalEngine final : public Engine {
 #endif
     if (!expired.empty()) NEARDUP_RETURN_IF_ERROR(store_->Apply(expired));
     committer_ = std::make_unique<Committer>(store_.get(), options_.max_commit_batch,
+                                             std::chrono::microseconds(options_.commit_delay_us),
                                              [this](const std::vector<StoreWrite>& w) { ForgetFailed(w); });
     sweeper_ = std::thread([this] { SweepLoop(); });
     return Status::OK();

@@ -656,6 +656,44 @@ TEST_F(HttpApiTest, MetricsText) {
   EXPECT_EQ(metrics.TotalRequests(), 3u);
 }
 
+// Check answers are written without a JSON tree (http_api.cc); they must be
+// exactly what nlohmann writes for the same object: parse + dump is the
+// identity, for awkward ids, exact matches (similarity 1.0), near ones
+// (fractional similarity) and batches with errors in place.
+TEST_F(HttpApiTest, CheckAnswersAreCanonicalJson) {
+  using ordered = nlohmann::ordered_json;
+  auto canonical = [](const HttpResponse& r) {
+    ASSERT_FALSE(r.body.empty());
+    ASSERT_EQ(r.body.back(), '\n');
+    const std::string text = r.body.substr(0, r.body.size() - 1);
+    const ordered j = ordered::parse(text, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << text;
+    EXPECT_EQ(j.dump(), text);
+  };
+  const std::string odd_id = "q\"uo\\te\t\x01\x1f 文档 \u00e9\x7f";
+  HttpResponse r = Call("POST", "/v1/namespaces/news/check", json({{"id", odd_id}, {"text", kFox}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  canonical(r);
+  EXPECT_EQ(json::parse(r.body)["id"], odd_id);
+  r = Call("POST", "/v1/namespaces/news/check", json({{"id", "same"}, {"text", kFox}}).dump());
+  canonical(r);
+  EXPECT_EQ(json::parse(r.body)["matches"][0]["id"], odd_id);
+  EXPECT_NE(r.body.find("\"similarity\":1.0,"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/namespaces/news/query", json({{"id", "near"}, {"text", kFox2}}).dump());
+  canonical(r);
+  const json near = json::parse(r.body);
+  ASSERT_TRUE(near["duplicate"].get<bool>()) << r.body;
+  EXPECT_TRUE(near["matches"][0]["similarity"].is_number_float());
+  const json docs = json::array({{{"id", "x"}, {"text", kOther}}, {{"id", "bad"}}, "nope", {{"id", odd_id}, {"text", kFox}}});
+  r = Call("POST", "/v1/namespaces/news/batch", json({{"documents", docs}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  canonical(r);
+  EXPECT_EQ(json::parse(r.body)["results"].size(), 4u);
+  r = Call("POST", "/v1/namespaces/news/batch", R"({"documents": []})");
+  canonical(r);
+  EXPECT_EQ(r.body, "{\"results\":[]}\n");
+}
+
 TEST_F(HttpApiTest, AnswersAreJsonWithNewline) {
   const HttpResponse r = Call("POST", "/v1/namespaces/news/check", json({{"id", "a"}, {"text", kFox}}).dump());
   EXPECT_EQ(r.content_type, "application/json");

@@ -60,6 +60,7 @@ struct ServeConfig {
   int read_timeout = 10;
   int write_timeout = 10;
   int64_t sweep_interval_ms = 1000;
+  int64_t commit_delay_us = 0;
 };
 
 // "172800", "172800s", "2880m", "48h", "2d" -> seconds. 0 keeps forever.
@@ -188,6 +189,7 @@ const std::vector<Field>& Fields() {
       NEARDUP_FIELD("read-timeout", read_timeout, ReadInt),
       NEARDUP_FIELD("write-timeout", write_timeout, ReadInt),
       NEARDUP_FIELD("sweep-interval-ms", sweep_interval_ms, ReadInt),
+      NEARDUP_FIELD("commit-delay-us", commit_delay_us, ReadInt),
   };
   return fields;
 }
@@ -251,6 +253,7 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   NEARDUP_RETURN_IF_ERROR(Range("read-timeout", c.read_timeout, 1, 3600));
   NEARDUP_RETURN_IF_ERROR(Range("write-timeout", c.write_timeout, 1, 3600));
   NEARDUP_RETURN_IF_ERROR(Range("sweep-interval-ms", c.sweep_interval_ms, 10, 3600000));
+  NEARDUP_RETURN_IF_ERROR(Range("commit-delay-us", c.commit_delay_us, 0, 100000));
   NamespaceSettings s;
   s.k = c.default_k;
   s.tokenizer = c.default_tokenizer;
@@ -266,6 +269,7 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   r.engine.default_settings = s;
   r.engine.auto_create = !c.no_auto_create;
   r.engine.sweep_interval_ms = c.sweep_interval_ms;
+  r.engine.commit_delay_us = c.commit_delay_us;
 
   r.server.threads = c.threads;
   r.server.io_threads = c.io_threads;
@@ -398,13 +402,16 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-auto-create", flags->no_auto_create,
                 "Unknown namespaces are 404 (default: created with the default settings on first use)");
   cmd->add_option("--keep-alive-timeout", flags->keep_alive_timeout,
-                  "Seconds an idle kept-alive connection stays open (it holds a worker thread meanwhile; "
-                  "also bounds how long a stop waits for idle connections)");
+                  "Seconds an idle kept-alive connection stays open (also bounds how long a stop waits "
+                  "for idle connections)");
   cmd->add_option("--keep-alive-max", flags->keep_alive_max, "Requests per connection before it is closed");
   cmd->add_option("--read-timeout", flags->read_timeout, "Seconds to wait for request bytes");
   cmd->add_option("--write-timeout", flags->write_timeout, "Seconds to wait while sending an answer");
   cmd->add_option("--sweep-interval-ms", flags->sweep_interval_ms,
                   "Period of the retention sweeper, milliseconds");
+  cmd->add_option("--commit-delay-us", flags->commit_delay_us,
+                  "Under load, the group commit waits up to this long (microseconds, 0..100000) for more "
+                  "writes before its fsync: fewer, larger commits cost less CPU; an idle server never waits");
   cmd->callback([cmd, flags, config_path, exit_code] {
     ServeConfig config;  // defaults
     if (!config_path->empty()) {
