@@ -184,46 +184,60 @@ void AppendNumber(std::string* out, T v) {
   }
 }
 
-void AppendBool(std::string* out, bool v) { out->append(v ? "true" : "false"); }
+// Writes one JSON object's members in order. Typed names, not overloads: a
+// string literal would otherwise bind to bool.
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::string* out) : out_(out) { out_->push_back('{'); }
+  ObjectWriter& Str(std::string_view key, std::string_view v) {
+    AppendJsonString(Key(key), v);
+    return *this;
+  }
+  ObjectWriter& Bool(std::string_view key, bool v) {
+    Key(key)->append(v ? "true" : "false");
+    return *this;
+  }
+  template <typename T>
+  ObjectWriter& Num(std::string_view key, T v) {
+    AppendNumber(Key(key), v);
+    return *this;
+  }
+  // The caller appends the member's value (an array or object) itself.
+  std::string* Key(std::string_view key) {
+    if (!first_) out_->push_back(',');
+    first_ = false;
+    AppendJsonString(out_, key);
+    out_->push_back(':');
+    return out_;
+  }
+  void Close() { out_->push_back('}'); }
+
+ private:
+  std::string* out_;
+  bool first_ = true;
+};
 
 void AppendError(std::string* out, const Status& s) {
-  out->append("{\"code\":");
-  AppendJsonString(out, ErrorCodeFor(s.code()));
-  out->append(",\"message\":");
-  AppendJsonString(out, s.message());
-  out->push_back('}');
+  ObjectWriter(out).Str("code", ErrorCodeFor(s.code())).Str("message", s.message()).Close();
 }
 
 void AppendOutcome(std::string* out, std::string_view id, const CheckOutcome& o) {
-  out->append("{\"id\":");
-  AppendJsonString(out, id);
-  out->append(",\"duplicate\":");
-  AppendBool(out, o.duplicate);
-  out->append(",\"stored\":");
-  AppendBool(out, o.stored);
-  out->append(",\"replay\":");
-  AppendBool(out, o.replay);
-  out->append(",\"matches\":[");
+  ObjectWriter w(out);
+  w.Str("id", id).Bool("duplicate", o.duplicate).Bool("stored", o.stored).Bool("replay", o.replay);
+  w.Key("matches")->push_back('[');
   for (size_t i = 0; i < o.matches.size(); ++i) {
     const MatchedDocument& m = o.matches[i];
     if (i) out->push_back(',');
-    out->append("{\"id\":");
-    AppendJsonString(out, m.id);
-    out->append(",\"distance\":");
-    AppendNumber(out, m.distance);
-    out->append(",\"similarity\":");
-    AppendNumber(out, m.similarity);
-    out->append(",\"exact\":");
-    AppendBool(out, m.exact);
-    out->append(",\"timestamp\":");
-    AppendNumber(out, m.timestamp_ms);
-    out->push_back('}');
+    ObjectWriter(out)
+        .Str("id", m.id)
+        .Num("distance", m.distance)
+        .Num("similarity", m.similarity)
+        .Bool("exact", m.exact)
+        .Num("timestamp", m.timestamp_ms)
+        .Close();
   }
-  out->append("],\"fingerprint\":");
-  AppendJsonString(out, FingerprintToHex(o.fingerprint));
-  out->append(",\"has_features\":");
-  AppendBool(out, o.has_features);
-  out->push_back('}');
+  out->push_back(']');
+  w.Str("fingerprint", FingerprintToHex(o.fingerprint)).Bool("has_features", o.has_features).Close();
 }
 
 // One serialization of the settings: the one the store keeps.
@@ -621,20 +635,19 @@ HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::ve
   for (size_t i = 0; i < p.n; ++i) {
     if (i) r.body.push_back(',');
     if (!p.errors[i].ok()) {
-      r.body.append("{\"error\":");
-      AppendError(&r.body, p.errors[i]);
-      r.body.push_back('}');
+      ObjectWriter w(&r.body);
+      AppendError(w.Key("error"), p.errors[i]);
+      w.Close();
       continue;
     }
     if (v >= p.valid.size() || p.valid_index[v] != i) return FromStatus(Status::Internal("batch answers out of order"));
     if (outcomes[v].ok()) {
       AppendOutcome(&r.body, p.valid[v].id, outcomes[v].value());
     } else {
-      r.body.append("{\"id\":");
-      AppendJsonString(&r.body, p.valid[v].id);
-      r.body.append(",\"error\":");
-      AppendError(&r.body, outcomes[v].status());
-      r.body.push_back('}');
+      ObjectWriter w(&r.body);
+      w.Str("id", p.valid[v].id);
+      AppendError(w.Key("error"), outcomes[v].status());
+      w.Close();
     }
     ++v;
   }
