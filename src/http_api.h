@@ -129,8 +129,19 @@ class HttpMetrics {
     double sum = 0;
   };
   mutable std::mutex mu_;
-  // std::less<>: looked up by string_view without building a key.
-  std::map<std::tuple<std::string, std::string, int>, uint64_t, std::less<>> requests_;  // route, method, status
+  // Looked up by string_views without building a key (transparent).
+  struct KeyLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return View(a) < View(b);
+    }
+    template <typename T>
+    static std::tuple<std::string_view, std::string_view, int> View(const T& t) {
+      return {std::get<0>(t), std::get<1>(t), std::get<2>(t)};
+    }
+  };
+  std::map<std::tuple<std::string, std::string, int>, uint64_t, KeyLess> requests_;  // route, method, status
   std::map<std::string, Histogram, std::less<>> latency_;                                // by route
   std::atomic<int64_t> in_flight_{0};
 };
