@@ -770,8 +770,10 @@ class RedisClusterEngine final : public Engine {
     }
 
     // Round 1: the namespace record (is our cached view current?), the id
-    // (idempotency), and, when storing, our pending record: metadata with a
-    // lease, then APPEND to every bucket; WAIT for a replica.
+    // (idempotency), and, when storing, our pending record: metadata (with
+    // the sketch) and a lease, then APPEND to every bucket and anchor bucket
+    // — all before round 2 reads any of them (docs/cluster.md, why exactly
+    // one is kept); WAIT for a replica.
     uint64_t iid = 0;
     Meta meta{ts, fp, ch, hf, 0, doc.id};
     if (sketched) meta.extra = EncodeSignatureExtra(sig);
