@@ -1,6 +1,8 @@
 #include "neardup/near_dup_set.h"
 
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -12,6 +14,12 @@ namespace neardup {
 // backward-shift deletion. Most anchors are held by one document, whose id is
 // stored in the slot itself; more go to a side list. A key that receives more
 // than `cap` documents becomes a stop key for good (its list is freed).
+// Open addressing split into kSegments independent tables (by the top bits
+// of the key's hash): a table grows by doubling, which rehashes everything it
+// holds while the namespace waits. Whole, at 10M documents (~90M anchors,
+// 2 GB of slots) that was a 10-20 s stall of every check in the namespace; a
+// segment holds 1/256 of it, so a growth costs tens of milliseconds and the
+// segments grow at different moments.
 class NearDupSet::AnchorTable {
  public:
   bool IsStop(uint32_t key) const {
@@ -34,13 +42,15 @@ class NearDupSet::AnchorTable {
   }
 
   void Add(uint32_t key, DocId id, uint32_t cap) {
-    if ((used_ + 1) * 10 > slots_.size() * 7) Grow();
-    size_t i = Home(key);
-    while (slots_[i].n != 0 && slots_[i].key != key) i = (i + 1) & mask_;
-    Slot& s = slots_[i];
+    const uint64_t h = Mix64(key);
+    Segment& g = segments_[SegmentOf(h)];
+    if ((g.used + 1) * 10 > g.slots.size() * 7) Grow(&g);
+    size_t i = h & g.mask;
+    while (g.slots[i].n != 0 && g.slots[i].key != key) i = (i + 1) & g.mask;
+    Slot& s = g.slots[i];
     if (s.n == 0) {
       s = Slot{key, 1, id};
-      ++used_;
+      ++g.used;
       if (cap == 0) MakeStop(&s);
       return;
     }
@@ -62,7 +72,10 @@ class NearDupSet::AnchorTable {
     Slot* s = const_cast<Slot*>(Find(key));
     if (s == nullptr || s->n == kStop) return;
     if (s->n == 1) {
-      if (s->v == id) Erase(static_cast<size_t>(s - slots_.data()));
+      if (s->v == id) {
+        Segment& g = segments_[SegmentOf(Mix64(key))];
+        Erase(&g, static_cast<size_t>(s - g.slots.data()));
+      }
       return;
     }
     auto& l = lists_[s->v];
@@ -77,26 +90,35 @@ class NearDupSet::AnchorTable {
   }
 
   size_t MemoryBytes() const {
-    size_t bytes = slots_.capacity() * sizeof(Slot) + lists_.capacity() * sizeof(std::vector<DocId>) +
-                   free_.capacity() * sizeof(uint64_t);
+    size_t bytes = sizeof(segments_) + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t);
+    for (const Segment& g : segments_) bytes += g.slots.capacity() * sizeof(Slot);
     for (const auto& l : lists_) bytes += l.capacity() * sizeof(DocId);
     return bytes;
   }
 
  private:
   static constexpr uint32_t kStop = UINT32_MAX;
+  static constexpr int kSegmentBits = 8;
   struct Slot {
     uint32_t key = 0;
     uint32_t n = 0;  // 0: empty; kStop: stop key; 1: v is the id; else v indexes lists_
     uint64_t v = 0;
   };
+  struct Segment {
+    std::vector<Slot> slots;
+    size_t mask = 0;
+    size_t used = 0;
+  };
 
-  size_t Home(uint32_t key) const { return static_cast<size_t>(Mix64(key)) & mask_; }
+  // The top bits pick the segment, the low bits the home slot in it.
+  static size_t SegmentOf(uint64_t h) { return static_cast<size_t>(h >> (64 - kSegmentBits)); }
 
   const Slot* Find(uint32_t key) const {
-    if (slots_.empty()) return nullptr;
-    for (size_t i = Home(key);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
+    const uint64_t h = Mix64(key);
+    const Segment& g = segments_[SegmentOf(h)];
+    if (g.slots.empty()) return nullptr;
+    for (size_t i = h & g.mask;; i = (i + 1) & g.mask) {
+      const Slot& s = g.slots[i];
       if (s.n == 0) return nullptr;
       if (s.key == key) return &s;
     }
@@ -122,38 +144,38 @@ class NearDupSet::AnchorTable {
     free_.push_back(l);
   }
 
-  void Erase(size_t i) {
+  void Erase(Segment* g, size_t i) {
     // Backward shift: move later members of the probe run into the hole.
     size_t hole = i;
-    for (size_t j = (i + 1) & mask_; slots_[j].n != 0; j = (j + 1) & mask_) {
-      const size_t home = Home(slots_[j].key);
+    for (size_t j = (i + 1) & g->mask; g->slots[j].n != 0; j = (j + 1) & g->mask) {
+      const size_t home = Mix64(g->slots[j].key) & g->mask;
       // j may move to hole iff its home is not cyclically within (hole, j].
       const bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
       if (!stays) {
-        slots_[hole] = slots_[j];
+        g->slots[hole] = g->slots[j];
         hole = j;
       }
     }
-    slots_[hole] = Slot{};
-    --used_;
+    g->slots[hole] = Slot{};
+    --g->used;
   }
 
-  void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
-    mask_ = slots_.size() - 1;
+  static void Grow(Segment* g) {
+    std::vector<Slot> old = std::move(g->slots);
+    g->slots.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    g->mask = g->slots.size() - 1;
     for (const Slot& s : old) {
       if (s.n == 0) continue;
-      size_t i = Home(s.key);
-      while (slots_[i].n != 0) i = (i + 1) & mask_;
-      slots_[i] = s;
+      size_t i = Mix64(s.key) & g->mask;
+      while (g->slots[i].n != 0) i = (i + 1) & g->mask;
+      g->slots[i] = s;
     }
   }
 
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t used_ = 0;
-  std::vector<std::vector<DocId>> lists_;
+  std::array<Segment, size_t{1} << kSegmentBits> segments_;
+  // A deque: growing it never moves the lists already there (a vector's
+  // doubling copied millions of them at once).
+  std::deque<std::vector<DocId>> lists_;
   std::vector<uint64_t> free_;
 };
 

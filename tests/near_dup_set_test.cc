@@ -164,5 +164,80 @@ TEST(NearDupSet, DecidesThroughThePairRule) {
   EXPECT_EQ(best->rechecked, d.rechecked);
 }
 
+// The anchor table (split into segments that grow on their own) after many
+// inserts and removals answers as a set built from the survivors alone.
+// Edited copies of short texts are found through anchors; lists form and shrink;
+// anchor_max_postings is high so that no anchor turns into a stop key (stop
+// keys stay stop keys after removals, by design, and would differ).
+TEST(NearDupSet, AnchorsAfterRemovalsAnswerAsARebuiltSet) {
+  NearDupOptions o;
+  o.recheck.anchor_max_postings = 100000;
+  // k = 0: edited copies are found through their anchors only.
+  o.k = 0;
+  o.recheck.short_k = 0;
+  auto mutated = std::move(NearDupSet::Create(o)).value();
+  auto rebuilt = std::move(NearDupSet::Create(o)).value();
+  uint64_t x = 88172645463325252ULL;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  // CJK ideographs from a pool of 300: texts are distinct, anchors mostly
+  // rare, and some shared (lists form).
+  auto cjk = [&] {
+    const uint32_t cp = 0x4E00 + static_cast<uint32_t>(next() % 300);
+    std::string u8;
+    u8 += static_cast<char>(0xE0 | (cp >> 12));
+    u8 += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    u8 += static_cast<char>(0x80 | (cp & 0x3F));
+    return u8;
+  };
+  constexpr int kDocs = 6000;
+  std::vector<std::vector<std::string>> texts(kDocs);
+  std::vector<DocSignature> sigs;
+  auto join = [](const std::vector<std::string>& chars) {
+    std::string t;
+    for (const auto& c : chars) t += c;
+    return t;
+  };
+  for (int i = 0; i < kDocs; ++i) {
+    const int len = 12 + static_cast<int>(next() % 24);
+    for (int j = 0; j < len; ++j) texts[i].push_back(cjk());
+    sigs.push_back(Analyzed(join(texts[i])));
+  }
+  std::vector<bool> removed(kDocs, false);
+  for (int i = 0; i < kDocs; ++i) {
+    ASSERT_TRUE(mutated->Insert(static_cast<DocId>(i), sigs[i]).ok());
+    // Remove an earlier document now and then, while the table grows.
+    if (i % 3 == 2) {
+      const int victim = static_cast<int>(next() % static_cast<uint64_t>(i));
+      if (!removed[victim]) {
+        ASSERT_TRUE(mutated->Remove(static_cast<DocId>(victim), sigs[victim]));
+        removed[victim] = true;
+      }
+    }
+  }
+  for (int i = 0; i < kDocs; ++i) {
+    if (!removed[i]) ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
+  }
+  EXPECT_EQ(mutated->size(), rebuilt->size());
+  int found = 0;
+  for (int q = 0; q < kDocs; ++q) {
+    // An edited copy (one character replaced) of every document, kept or removed.
+    std::vector<std::string> edited = texts[q];
+    edited[next() % edited.size()] = cjk();
+    const DocSignature query = Analyzed(join(edited));
+    std::optional<DuplicateMatch> b1, b2;
+    std::vector<DuplicateMatch> a1, a2;
+    ASSERT_TRUE(mutated->FindDuplicate(query, &b1, &a1).ok());
+    ASSERT_TRUE(rebuilt->FindDuplicate(query, &b2, &a2).ok());
+    ASSERT_EQ(a1, a2) << "query " << q;
+    found += b1.has_value() && !removed[q];
+  }
+  EXPECT_GT(found, kDocs / 2);  // the edited copies do reach their kept originals
+}
+
 }  // namespace
 }  // namespace neardup
