@@ -60,7 +60,7 @@ struct ServeConfig {
   int read_timeout = 10;
   int write_timeout = 10;
   int64_t sweep_interval_ms = 1000;
-  int64_t commit_delay_us = 0;
+  int64_t commit_delay_us = 500;
 };
 
 // "172800", "172800s", "2880m", "48h", "2d" -> seconds. 0 keeps forever.
@@ -411,7 +411,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Period of the retention sweeper, milliseconds");
   cmd->add_option("--commit-delay-us", flags->commit_delay_us,
                   "Under load, the group commit waits up to this long (microseconds, 0..100000) for more "
-                  "writes before its fsync: fewer, larger commits cost less CPU; an idle server never waits");
+                  "writes before its fsync: fewer, larger commits cost less CPU; an idle server never waits")
+      ->default_str("500");
   cmd->callback([cmd, flags, config_path, exit_code] {
     ServeConfig config;  // defaults
     if (!config_path->empty()) {
