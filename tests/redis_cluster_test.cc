@@ -17,6 +17,7 @@ namespace neardup {
 namespace {
 
 using testing::LocalRedisCluster;
+using testing::SharedRedisClusterTest;
 
 TEST(RedisClusterSlot, Crc16AndHashTags) {
   // The cluster spec's check value: CRC16/XMODEM("123456789") = 0x31C3.
@@ -40,13 +41,8 @@ TEST(RedisClusterSlot, ParsesUris) {
   EXPECT_FALSE(ParseRedisClusterUri("redis-cluster://h:1,h:99999").ok());
 }
 
-class RedisClusterTest : public ::testing::Test {
+class RedisClusterTest : public SharedRedisClusterTest {
  protected:
-  static void SetUpTestSuite() { cluster_ = LocalRedisCluster::Start().release(); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr) << "could not start a local redis cluster (scripts/redis_cluster.sh)";
     client_ = Connect();
@@ -94,11 +90,9 @@ class RedisClusterTest : public ::testing::Test {
     }
   }
 
-  static LocalRedisCluster* cluster_;
   std::unique_ptr<RedisClusterClient> client_;
 };
 
-LocalRedisCluster* RedisClusterTest::cluster_ = nullptr;
 
 TEST_F(RedisClusterTest, KeySlotAgreesWithTheServer) {
   std::mt19937_64 rng(7);

@@ -24,6 +24,7 @@ namespace neardup {
 namespace {
 
 using testing::LocalRedisCluster;
+using testing::SharedRedisClusterTest;
 using testing::NearDuplicateGroup;
 using testing::ShortGroupKind;
 using testing::ShortNearDuplicateGroup;
@@ -91,13 +92,8 @@ TEST(RedisEngineOptions, UriOptionsAreCheckedBeforeConnecting) {
 
 // ---- engine --------------------------------------------------------------------
 
-class RedisEngineTest : public ::testing::Test {
+class RedisEngineTest : public SharedRedisClusterTest {
  protected:
-  static void SetUpTestSuite() { cluster_ = LocalRedisCluster::Start().release(); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
   void SetUp() override { ASSERT_NE(cluster_, nullptr) << "could not start a local redis cluster"; }
 
   static RedisEngineOptions Options() {
@@ -116,10 +112,8 @@ class RedisEngineTest : public ::testing::Test {
     return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
   }
 
-  static LocalRedisCluster* cluster_;
 };
 
-LocalRedisCluster* RedisEngineTest::cluster_ = nullptr;
 
 const char* kText =
     "The quick brown fox jumps over the lazy dog near the river bank while the farmer watches from his porch "

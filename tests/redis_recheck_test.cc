@@ -26,6 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::LocalRedisCluster;
+using testing::SharedRedisClusterTest;
 
 // The README's pair: a repost 15 bits away, found only through anchors.
 const char* kPost = "今天北京的天气非常好，我们一起去公园散步吧";
@@ -38,13 +39,8 @@ struct Doc {
   std::string id, text;
 };
 
-class RedisRecheckTest : public ::testing::Test {
+class RedisRecheckTest : public SharedRedisClusterTest {
  protected:
-  static void SetUpTestSuite() { cluster_ = LocalRedisCluster::Start().release(); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
 
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr) << "could not start a local redis cluster";
@@ -115,12 +111,10 @@ class RedisRecheckTest : public ::testing::Test {
     }
   }
 
-  static LocalRedisCluster* cluster_;
   std::unique_ptr<Engine> redis_, local_;
   fs::path dir_;
 };
 
-LocalRedisCluster* RedisRecheckTest::cluster_ = nullptr;
 
 std::vector<Doc> LoadSample() {
   std::ifstream in(std::string(NEARDUP_SOURCE_DIR) + "/data/sample/eval_small.jsonl");

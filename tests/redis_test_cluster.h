@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "neardup/fingerprint.h"
 #include "neardup/near_dup_set.h"
 
@@ -194,6 +196,18 @@ inline std::vector<std::string> ShortNearDuplicateGroup(std::mt19937_64& rng, si
   }
   return best;
 }
+
+// A test suite that shares one local cluster: started before the suite's
+// first test, stopped after its last (suites run one after another).
+class SharedRedisClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = LocalRedisCluster::Start().release(); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  inline static LocalRedisCluster* cluster_ = nullptr;
+};
 
 }  // namespace neardup::testing
 
