@@ -172,9 +172,11 @@ TEST(NearDupSet, DecidesThroughThePairRule) {
 TEST(NearDupSet, AnchorsAfterRemovalsAnswerAsARebuiltSet) {
   NearDupOptions o;
   o.recheck.anchor_max_postings = 100000;
-  // k = 0: edited copies are found through their anchors only.
+  // k = 0: edited copies are found through their anchors only; one anchor
+  // per document, so a lost anchor entry changes an answer.
   o.k = 0;
   o.recheck.short_k = 0;
+  o.recheck.anchors = 1;
   auto mutated = std::move(NearDupSet::Create(o)).value();
   auto rebuilt = std::move(NearDupSet::Create(o)).value();
   uint64_t x = 88172645463325252ULL;
