@@ -326,6 +326,16 @@ struct Candidate {
 // Anchor bucket records: the full anchor (u32 LE) and the internal id (u64 LE).
 constexpr size_t kAnchorRecord = 12;
 
+// Bucket records are little-endian fields.
+void PutLE(char* p, uint64_t v, int bytes) {
+  for (int b = 0; b < bytes; ++b) p[b] = static_cast<char>(v >> (8 * b));
+}
+uint64_t GetLE(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int b = 0; b < bytes; ++b) v |= uint64_t{static_cast<unsigned char>(p[b])} << (8 * b);
+  return v;
+}
+
 RedisCommand Cmd(std::vector<std::string> args) {
   std::string key = args.size() > 1 ? args[1] : std::string();
   return RedisCommand{std::move(args), std::move(key)};
@@ -789,11 +799,8 @@ class RedisClusterEngine final : public Engine {
         meta.lease_until = options_.clock_ms() + options_.lease_ms;
         cmds.push_back(SetCmd(MetaKey(n, iid), EncodeMeta(meta), doc_exp, false, false));
         std::string rec(16, '\0');
-        const uint64_t g = hf ? fp : ch;
-        for (int b = 0; b < 8; ++b) {
-          rec[b] = static_cast<char>(g >> (8 * b));
-          rec[8 + b] = static_cast<char>(iid >> (8 * b));
-        }
+        PutLE(rec.data(), hf ? fp : ch, 8);
+        PutLE(rec.data() + 8, iid, 8);
         const int64_t w = n.Window(ts);
         const int64_t exp = n.BucketExpiry(w, ts);
         auto expire = [&](const std::string& key) {
@@ -808,8 +815,8 @@ class RedisClusterEngine final : public Engine {
         }
         for (uint32_t a : anchors) {
           std::string arec(kAnchorRecord, '\0');
-          for (int b = 0; b < 4; ++b) arec[b] = static_cast<char>(a >> (8 * b));
-          for (int b = 0; b < 8; ++b) arec[4 + b] = static_cast<char>(iid >> (8 * b));
+          PutLE(arec.data(), a, 4);
+          PutLE(arec.data() + 4, iid, 8);
           cmds.push_back(Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(a), w), std::move(arec)}));
         }
         for (uint32_t p : prefixes) expire(AnchorKey(n, p, w));
@@ -862,11 +869,7 @@ class RedisClusterEngine final : public Engine {
         NEARDUP_RETURN_IF_ERROR(ReplyError(r[i], "GET bucket"));
         const std::string& s = r[i].str;
         for (size_t off = 0; off + 16 <= s.size(); off += 16, ++records) {
-          uint64_t g = 0, id = 0;
-          for (int b = 0; b < 8; ++b) {
-            g |= uint64_t{static_cast<unsigned char>(s[off + b])} << (8 * b);
-            id |= uint64_t{static_cast<unsigned char>(s[off + 8 + b])} << (8 * b);
-          }
+          const uint64_t g = GetLE(s.data() + off, 8), id = GetLE(s.data() + off + 8, 8);
           if (id == iid) continue;
           const int d = hf ? std::popcount(g ^ fp) : (g == ch ? 0 : 65);
           if (d <= read_radius) seen.emplace(id, std::pair<int, bool>(d, false));
@@ -890,10 +893,8 @@ class RedisClusterEngine final : public Engine {
           std::fill(count.begin(), count.end(), 0);
           const std::string& s = reply.str;
           for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++records) {
-            uint32_t x = 0;
-            uint64_t id = 0;
-            for (int b = 0; b < 4; ++b) x |= uint32_t{static_cast<unsigned char>(s[off + b])} << (8 * b);
-            for (int b = 0; b < 8; ++b) id |= uint64_t{static_cast<unsigned char>(s[off + 4 + b])} << (8 * b);
+            const auto x = static_cast<uint32_t>(GetLE(s.data() + off, 4));
+            const uint64_t id = GetLE(s.data() + off + 4, 8);
             const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);  // anchors ascend
             if (it == anchors.end() || *it != x) continue;
             const size_t a = static_cast<size_t>(it - anchors.begin());
@@ -937,22 +938,29 @@ class RedisClusterEngine final : public Engine {
     // belongs to a check whose step 1 has not finished, so its step 2 will
     // see our record and settle the pair.
     const PairSide me = PairSide::Of(sig);
-    std::erase_if(cands, [&](Candidate& c) {
-      if (!c.have_meta) return false;
+    // A candidate's distance and similarity from its metadata, and the pair
+    // rule's verdict: equal text first; texts without features match by equal
+    // text only.
+    auto measure = [&](Candidate& c) {
       const bool exact = c.meta.ch == ch;
       c.distance = hf && c.meta.hf ? std::popcount(c.meta.fp ^ fp) : (exact ? 0 : 65);
       if (exact) {
         c.similarity = 1.0;
-        return false;
+        return true;
       }
-      if (!hf || !c.meta.hf) return true;  // texts without features match by equal text only
-      const bool either_short = IsShortText(rc, sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
-      const bool candidate = c.distance <= k || c.by_anchor ||
-                             (sketched && either_short && c.distance <= std::max(k, rc.short_k));
-      if (!candidate) return true;
+      if (!hf || !c.meta.hf) return false;
       const PairDecision d = DecidePair(policy, me, PairSide::Of(c.meta.sig), c.distance);
       c.similarity = d.similarity;
-      return !d.duplicate;
+      return d.duplicate;
+    };
+    std::erase_if(cands, [&](Candidate& c) {
+      if (!c.have_meta) return false;
+      if (!measure(c)) return true;
+      if (c.meta.ch == ch) return false;
+      // Found in a bucket within the read radius: a candidate only within the
+      // pair's own radius (or through an anchor).
+      const bool either_short = IsShortText(rc, sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
+      return !(c.distance <= k || c.by_anchor || (sketched && either_short && c.distance <= std::max(k, rc.short_k)));
     });
 
     std::vector<const Candidate*> kept;  // matches: K candidates, unexpired
@@ -1019,10 +1027,7 @@ class RedisClusterEngine final : public Engine {
           if (!fencer.have_meta || fencer.status != "K" || fencer.meta.ts < cutoff) {
             return Status::Unavailable("rejected by a concurrent document that was not kept; retry");
           }
-          fencer.distance = hf && fencer.meta.hf ? std::popcount(fencer.meta.fp ^ fp) : 0;
-          fencer.similarity = fencer.meta.ch == ch
-                                  ? 1.0
-                                  : DecidePair(policy, me, PairSide::Of(fencer.meta.sig), fencer.distance).similarity;
+          (void)measure(fencer);  // its distance and similarity for the answer; it fenced us, so it matches
           kept.push_back(&fencer);
         }
       }
