@@ -7,25 +7,27 @@
 #include <numbers>
 #include <string>
 
+#include "segmented_table.h"
+
 namespace neardup {
 
+// The tables' classes are named per file (not anonymous: NearDupSet::Tables
+// holds them).
+namespace near_dup_set_internal {
+
 // ---- AnchorTable -------------------------------------------------------------
-// anchor (u32) -> kept document ids. Open addressing with linear probing and
-// backward-shift deletion. Most anchors are held by one document, whose id is
-// stored in the slot itself; more go to a side list. A key that receives more
-// than `cap` documents becomes a stop key for good (its list is freed).
-// Open addressing split into kSegments independent tables (by the top bits
-// of the key's hash): a table grows by doubling, which rehashes everything it
-// holds while the namespace waits. Whole, at 10M documents (~90M anchors,
-// 2 GB of slots) that was a 10-20 s stall of every check in the namespace; a
-// segment holds 1/256 of it, so a growth costs tens of milliseconds and the
-// segments grow at different moments.
-class NearDupSet::AnchorTable {
+// anchor (u32) -> kept document ids. Most anchors are held by one document,
+// whose id is stored in the slot itself; more go to a side list. A key that
+// receives more than `cap` documents becomes a stop key for good (its list
+// is freed).
+class AnchorTable {
  public:
   bool IsStop(uint32_t key) const {
     const Slot* s = Find(key);
     return s != nullptr && s->n == kStop;
   }
+
+  void Prefetch(uint32_t key) const { table_.Prefetch(Mix64(key)); }
 
   // Appends the ids under key to *out; false (and nothing) for a stop key.
   bool Collect(uint32_t key, std::vector<DocId>* out) const {
@@ -42,40 +44,31 @@ class NearDupSet::AnchorTable {
   }
 
   void Add(uint32_t key, DocId id, uint32_t cap) {
-    const uint64_t h = Mix64(key);
-    Segment& g = segments_[SegmentOf(h)];
-    if ((g.used + 1) * 10 > g.slots.size() * 7) Grow(&g);
-    size_t i = h & g.mask;
-    while (g.slots[i].n != 0 && g.slots[i].key != key) i = (i + 1) & g.mask;
-    Slot& s = g.slots[i];
-    if (s.n == 0) {
-      s = Slot{key, 1, id};
-      ++g.used;
-      if (cap == 0) MakeStop(&s);
+    Slot* s = Find(key);
+    if (s == nullptr) {
+      s = table_.Insert(Mix64(key), Slot{key, 1, id});
+      if (cap == 0) MakeStop(s);
       return;
     }
-    if (s.n == kStop) return;
-    if (s.n + 1 > cap) {
-      MakeStop(&s);
+    if (s->n == kStop) return;
+    if (s->n + 1 > cap) {
+      MakeStop(s);
       return;
     }
-    if (s.n == 1) {
+    if (s->n == 1) {
       const uint64_t list = NewList();
-      lists_[list].push_back(s.v);
-      s.v = list;
+      lists_[list].push_back(s->v);
+      s->v = list;
     }
-    lists_[s.v].push_back(id);
-    ++s.n;
+    lists_[s->v].push_back(id);
+    ++s->n;
   }
 
   void Remove(uint32_t key, DocId id) {
-    Slot* s = const_cast<Slot*>(Find(key));
+    Slot* s = Find(key);
     if (s == nullptr || s->n == kStop) return;
     if (s->n == 1) {
-      if (s->v == id) {
-        Segment& g = segments_[SegmentOf(Mix64(key))];
-        Erase(&g, static_cast<size_t>(s - g.slots.data()));
-      }
+      if (s->v == id) table_.Erase(s);
       return;
     }
     auto& l = lists_[s->v];
@@ -90,38 +83,28 @@ class NearDupSet::AnchorTable {
   }
 
   size_t MemoryBytes() const {
-    size_t bytes = sizeof(segments_) + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t);
-    for (const Segment& g : segments_) bytes += g.slots.capacity() * sizeof(Slot);
+    size_t bytes = table_.MemoryBytes() + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t);
     for (const auto& l : lists_) bytes += l.capacity() * sizeof(DocId);
     return bytes;
   }
 
  private:
   static constexpr uint32_t kStop = UINT32_MAX;
-  static constexpr int kSegmentBits = 8;
   struct Slot {
     uint32_t key = 0;
     uint32_t n = 0;  // 0: empty; kStop: stop key; 1: v is the id; else v indexes lists_
     uint64_t v = 0;
   };
-  struct Segment {
-    std::vector<Slot> slots;
-    size_t mask = 0;
-    size_t used = 0;
+  struct Ops {
+    static uint64_t Hash(const Slot& s) { return Mix64(s.key); }
+    static bool Empty(const Slot& s) { return s.n == 0; }
   };
 
-  // The top bits pick the segment, the low bits the home slot in it.
-  static size_t SegmentOf(uint64_t h) { return static_cast<size_t>(h >> (64 - kSegmentBits)); }
-
   const Slot* Find(uint32_t key) const {
-    const uint64_t h = Mix64(key);
-    const Segment& g = segments_[SegmentOf(h)];
-    if (g.slots.empty()) return nullptr;
-    for (size_t i = h & g.mask;; i = (i + 1) & g.mask) {
-      const Slot& s = g.slots[i];
-      if (s.n == 0) return nullptr;
-      if (s.key == key) return &s;
-    }
+    return table_.Find(Mix64(key), [key](const Slot& s) { return s.key == key; });
+  }
+  Slot* Find(uint32_t key) {
+    return table_.Find(Mix64(key), [key](const Slot& s) { return s.key == key; });
   }
 
   void MakeStop(Slot* s) {
@@ -144,39 +127,119 @@ class NearDupSet::AnchorTable {
     free_.push_back(l);
   }
 
-  void Erase(Segment* g, size_t i) {
-    // Backward shift: move later members of the probe run into the hole.
-    size_t hole = i;
-    for (size_t j = (i + 1) & g->mask; g->slots[j].n != 0; j = (j + 1) & g->mask) {
-      const size_t home = Mix64(g->slots[j].key) & g->mask;
-      // j may move to hole iff its home is not cyclically within (hole, j].
-      const bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-      if (!stays) {
-        g->slots[hole] = g->slots[j];
-        hole = j;
-      }
-    }
-    g->slots[hole] = Slot{};
-    --g->used;
-  }
-
-  static void Grow(Segment* g) {
-    std::vector<Slot> old = std::move(g->slots);
-    g->slots.assign(old.empty() ? 16 : old.size() * 2, Slot{});
-    g->mask = g->slots.size() - 1;
-    for (const Slot& s : old) {
-      if (s.n == 0) continue;
-      size_t i = Mix64(s.key) & g->mask;
-      while (g->slots[i].n != 0) i = (i + 1) & g->mask;
-      g->slots[i] = s;
-    }
-  }
-
-  std::array<Segment, size_t{1} << kSegmentBits> segments_;
+  internal::SegmentedTable<Slot, Ops> table_;
   // A deque: growing it never moves the lists already there (a vector's
   // doubling copied millions of them at once).
   std::deque<std::vector<DocId>> lists_;
   std::vector<uint64_t> free_;
+};
+
+// ---- SketchArena ----------------------------------------------------------------
+// The kept documents' sketch records, appended to fixed-size chunks. A
+// record never moves while its chunk is more than half live; below that the
+// chunk's live records move to the tail and the chunk is freed, so memory
+// follows the live records under a retention window's steady removals while
+// no step copies more than one chunk (a single growing vector copied every
+// record, gigabytes at 10M documents, whenever it doubled or was compacted).
+class SketchArena {
+ public:
+  static constexpr int kChunkBits = 16;
+  static constexpr size_t kChunkWords = size_t{1} << kChunkBits;  // 256 KiB
+
+  // Copies a record of n (<= kChunkWords) words; returns its offset.
+  uint64_t Append(const uint32_t* rec, size_t n) {
+    if (chunks_.empty() || tail_end() + n > kChunkWords) NewTail();
+    Chunk& c = chunks_[tail_];
+    const uint64_t offset = (uint64_t{tail_} << kChunkBits) | c.end;
+    std::copy(rec, rec + n, c.words.get() + c.end);
+    c.end += n;
+    c.live += n;
+    return offset;
+  }
+  const uint32_t* At(uint64_t offset) const {
+    return chunks_[offset >> kChunkBits].words.get() + (offset & (kChunkWords - 1));
+  }
+  void Prefetch(uint64_t offset) const {
+    const uint32_t* p = At(offset);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 16);
+  }
+
+  // The record at offset (n words) is dead. Returns the chunk to evacuate
+  // (more than half dead, not the tail), or -1.
+  int64_t Release(uint64_t offset, size_t n) {
+    const uint64_t c = offset >> kChunkBits;
+    chunks_[c].live -= n;
+    return c != tail_ && chunks_[c].live * 2 < kChunkWords ? static_cast<int64_t>(c) : -1;
+  }
+  // Calls fn(offset, record) for each record ever appended to chunk c (dead
+  // ones included: the caller tells them apart), then frees the chunk.
+  template <typename SizeOf, typename Fn>
+  void Evacuate(uint64_t c, SizeOf&& size_of, Fn&& fn) {
+    const size_t end = chunks_[c].end;
+    // c is not the tail, so fn's appends go elsewhere; it is reusable only
+    // afterwards (an old offset must never name a moved record).
+    for (size_t i = 0; i < end;) {
+      const uint32_t* rec = chunks_[c].words.get() + i;
+      const size_t n = size_of(rec);
+      fn((c << kChunkBits) | i, rec);
+      i += n;
+    }
+    chunks_[c] = Chunk{};
+    free_.push_back(c);
+  }
+
+  size_t MemoryBytes() const {
+    return chunks_.capacity() * sizeof(Chunk) + (chunks_.size() - free_.size()) * kChunkWords * sizeof(uint32_t) +
+           free_.capacity() * sizeof(uint64_t);
+  }
+
+ private:
+  struct Chunk {
+    std::unique_ptr<uint32_t[]> words;
+    size_t end = 0;   // words appended
+    size_t live = 0;  // words of records not released
+  };
+  size_t tail_end() const { return chunks_[tail_].end; }
+  void NewTail() {
+    if (!free_.empty()) {
+      tail_ = free_.back();
+      free_.pop_back();
+    } else {
+      tail_ = chunks_.size();
+      chunks_.emplace_back();
+    }
+    chunks_[tail_].words = std::make_unique_for_overwrite<uint32_t[]>(kChunkWords);
+  }
+
+  std::vector<Chunk> chunks_;
+  uint64_t tail_ = 0;
+  std::vector<uint64_t> free_;  // chunks freed by evacuation, reused first
+};
+
+// 64-bit key -> 64-bit value slots (value UINT64_MAX: empty); a key may
+// repeat (the exact-match table is a multimap).
+using KeyValueSlot = internal::KeyValueSlot;
+struct KeyValueOps {
+  static uint64_t Hash(const KeyValueSlot& s) { return Mix64(s.key); }
+  static bool Empty(const KeyValueSlot& s) { return s.value == KeyValueSlot::kEmptyValue; }
+};
+using KeyValueTable = internal::SegmentedTable<KeyValueSlot, KeyValueOps>;
+
+}  // namespace near_dup_set_internal
+using namespace near_dup_set_internal;
+
+class NearDupSet::Tables {
+ public:
+  KeyValueTable by_hash;      // content_hash -> kept id
+  KeyValueTable sketch_slot;  // kept id -> offset of its record in `arena`
+  SketchArena arena;
+  AnchorTable anchors;
+
+  const uint32_t* SketchRecord(DocId id) const {
+    const KeyValueSlot* s = sketch_slot.Find(Mix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
+    return s == nullptr ? nullptr : arena.At(s->value);
+  }
 };
 
 // ---- signatures ----------------------------------------------------------------
@@ -217,10 +280,12 @@ Status ValidateRecheck(const RecheckOptions& r) {
 int LargestRadius(const NearDupOptions& o) { return o.recheck.enabled ? std::max(o.k, o.recheck.short_k) : o.k; }
 
 // Record layout in the sketch arena.
-// [num_chars, num_shingles, fp low, fp high, n, a, mins[n], anchors[a]]: a is
-// the number of anchors the document was added under (for Remove).
-constexpr size_t kRecChars = 0, kRecShingles = 1, kRecFpLo = 2, kRecFpHi = 3, kRecCount = 4, kRecAnchors = 5,
-                 kRecHeader = 6;
+// [id low, id high, num_chars, num_shingles, fp low, fp high, n, a, mins[n],
+// anchors[a]]: a is the number of anchors the document was added under (for
+// Remove); the id lets a chunk's evacuation find the record's slot.
+constexpr size_t kRecIdLo = 0, kRecIdHi = 1, kRecChars = 2, kRecShingles = 3, kRecFpLo = 4, kRecFpHi = 5,
+                 kRecCount = 6, kRecAnchors = 7, kRecHeader = 8;
+constexpr size_t kMaxRecordWords = kRecHeader + kSketchSize + kAnchorCount;
 
 size_t RecordSize(const uint32_t* rec) { return kRecHeader + rec[kRecCount] + rec[kRecAnchors]; }
 
@@ -246,31 +311,26 @@ Result<std::unique_ptr<NearDupSet>> NearDupSet::Create(const NearDupOptions& opt
 }
 
 NearDupSet::NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index)
-    : options_(options), index_(std::move(index)), anchors_(std::make_unique<AnchorTable>()) {
+    : options_(options), index_(std::move(index)), t_(std::make_unique<Tables>()) {
   options_.index.expected_k = LargestRadius(options_);
 }
 
 NearDupSet::~NearDupSet() = default;
 
-std::optional<DocId> NearDupSet::ExactMatch(uint64_t content_hash) const {
-  auto [begin, end] = by_hash_.equal_range(content_hash);
-  std::optional<DocId> best;
-  for (auto it = begin; it != end; ++it) {
-    if (!best || it->second < *best) best = it->second;
-  }
-  return best;
+void NearDupSet::ExactMatches(uint64_t content_hash, std::vector<DocId>* ids) const {
+  ids->clear();
+  t_->by_hash.ForEachInRun(Mix64(content_hash), [&](const KeyValueSlot& s) {
+    if (s.key == content_hash) ids->push_back(s.value);
+  });
 }
+
+size_t NearDupSet::sketches() const { return t_->sketch_slot.size(); }
 
 int NearDupSet::SearchRadius(const DocSignature& doc) const {
   if (options_.recheck.enabled && doc.has_sketch() && IsShort(doc.num_chars)) {
     return std::min(std::max(options_.k, options_.recheck.short_k), index_->max_k());
   }
   return options_.k;
-}
-
-const uint32_t* NearDupSet::SketchRecord(DocId id) const {
-  auto it = sketch_slot_.find(id);
-  return it == sketch_slot_.end() ? nullptr : &sketch_arena_[it->second];
 }
 
 PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const PairSide& b, int distance) {
@@ -281,22 +341,24 @@ PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const 
     d.duplicate = distance <= options.k;
     return d;
   }
-  const SimilarityEstimate e = EstimateSimilarity(a.mins, a.num_mins, a.num_shingles, b.mins, b.num_mins, b.num_shingles);
-  d.similarity = e.jaccard;
-  d.rechecked = true;
   const RecheckOptions& r = options.recheck;
-  if (!r.enabled) {
-    d.duplicate = distance <= options.k;
-    return d;
-  }
-  if (!IsShortText(r, a.num_chars) && !IsShortText(r, b.num_chars) && distance <= options.k) {
-    d.duplicate = true;
-    return d;
-  }
+  d.rechecked = true;
   const uint32_t smaller = std::min(a.num_shingles, b.num_shingles);
+  const uint32_t larger = std::max(a.num_shingles, b.num_shingles);
   const double min_j =
       smaller < static_cast<uint32_t>(r.small_text_shingles) ? r.min_similarity_small : r.min_similarity;
-  d.duplicate = e.jaccard >= min_j;
+  const bool decided_by_distance =
+      !r.enabled || (!IsShortText(r, a.num_chars) && !IsShortText(r, b.num_chars) && distance <= options.k);
+  if (!decided_by_distance && static_cast<double>(smaller) < min_j * static_cast<double>(larger)) {
+    // |A∩B| <= |A| and |A∪B| >= |B|: the true similarity is at most
+    // |A| / |B|, below the threshold, whatever the sketches would estimate.
+    // The score is that bound (no intersection computed).
+    d.similarity = static_cast<double>(smaller) / static_cast<double>(larger);
+    return d;
+  }
+  const SimilarityEstimate e = EstimateSimilarity(a.mins, a.num_mins, a.num_shingles, b.mins, b.num_mins, b.num_shingles);
+  d.similarity = e.jaccard;
+  d.duplicate = decided_by_distance ? distance <= options.k : e.jaccard >= min_j;
   return d;
 }
 
@@ -316,12 +378,20 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
                                  std::vector<DuplicateMatch>* all) const {
   best->reset();
   if (all) all->clear();
-  const std::optional<DocId> exact = ExactMatch(doc.content_hash);
-  if (exact && (options_.exact_fast_path || !doc.has_features)) {
+  const RecheckOptions& r = options_.recheck;
+  const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
+  const bool use_anchors = r.enabled && r.anchors > 0 && sketches;
+  // The anchor slots are random reads: request them all before the first.
+  if (use_anchors) {
+    for (uint32_t a : doc.sketch.anchors) t_->anchors.Prefetch(a);
+  }
+  thread_local std::vector<DocId> exact_ids;
+  ExactMatches(doc.content_hash, &exact_ids);
+  if (!exact_ids.empty() && (options_.exact_fast_path || !doc.has_features)) {
     // Equal normalized text => equal fingerprint: nothing can be nearer, and
     // the first kept copy of that text is the answer.
     DuplicateMatch m;
-    m.id = *exact;
+    m.id = *std::min_element(exact_ids.begin(), exact_ids.end());
     m.distance = 0;
     m.exact = true;
     m.similarity = 1.0;
@@ -333,33 +403,47 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   if (!doc.has_features) return Status::OK();
   thread_local std::vector<Match> candidates;
   NEARDUP_RETURN_IF_ERROR(index_->Search(doc.fingerprint, SearchRadius(doc), &candidates));
-  const RecheckOptions& r = options_.recheck;
   // (candidate, its sketch record or null), ordered by distance, then id.
   thread_local std::vector<std::pair<Match, const uint32_t*>> checked;
   checked.clear();
-  const bool sketches = doc.has_sketch() && !sketch_slot_.empty();
-  for (const Match& c : candidates) checked.emplace_back(c, sketches ? SketchRecord(c.id) : nullptr);
-  if (r.enabled && r.anchors > 0 && sketches) {
+  for (const Match& c : candidates) checked.emplace_back(c, sketches ? t_->SketchRecord(c.id) : nullptr);
+  if (use_anchors) {
     // Kept documents sharing an anchor, not already found by fingerprint.
     thread_local std::vector<DocId> ids;
     ids.clear();
     int probed = 0;
     for (uint32_t a : doc.sketch.anchors) {
       if (probed == r.anchors) break;
-      if (anchors_->Collect(a, &ids)) ++probed;  // false: a stop key
+      if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
     }
     if (!ids.empty()) {
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
       const size_t found = checked.size();
+      size_t kept = 0;
       for (DocId id : ids) {
         bool listed = false;
         for (size_t i = 0; i < found && !listed; ++i) listed = checked[i].first.id == id;
         if (listed) continue;
-        const uint32_t* rec = SketchRecord(id);
+        ids[kept++] = id;
+        t_->sketch_slot.Prefetch(Mix64(id));
+      }
+      ids.resize(kept);
+      // Each candidate is two dependent random reads (its slot, then its
+      // record): one pass per level, so the misses of a level overlap.
+      for (DocId id : ids) {
+        const uint32_t* rec = t_->SketchRecord(id);
         if (rec == nullptr) continue;
+        // The header and the sketch values: up to 5 cache lines (reading
+        // the record's length first would wait for the first of them).
+        for (size_t w = 0; w < kRecHeader + kSketchSize; w += 16) __builtin_prefetch(rec + w);
+        checked.emplace_back(Match{id, 0, 0}, rec);
+      }
+      for (size_t i = found; i < checked.size(); ++i) {
+        const uint32_t* rec = checked[i].second;
         const uint64_t fp = rec[kRecFpLo] | (uint64_t{rec[kRecFpHi]} << 32);
-        checked.emplace_back(Match{id, fp, HammingDistance(fp, doc.fingerprint)}, rec);
+        checked[i].first.fingerprint = fp;
+        checked[i].first.distance = HammingDistance(fp, doc.fingerprint);
       }
       if (checked.size() > found) {
         std::sort(checked.begin(), checked.end(), [](const auto& a, const auto& b) {
@@ -374,7 +458,7 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
     if (best->has_value() && (*best)->id == c.id) continue;  // the exact match, already listed
     DuplicateMatch m;
     if (!Accept(doc, c, rec, &m)) continue;
-    for (auto [it, end] = by_hash_.equal_range(doc.content_hash); it != end; ++it) m.exact |= it->second == c.id;
+    m.exact = std::find(exact_ids.begin(), exact_ids.end(), c.id) != exact_ids.end();
     if (m.exact) m.similarity = 1.0;
     if (all) all->push_back(m);
     if (r.enabled) {
@@ -400,28 +484,30 @@ bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
 }
 
 Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
+  if (id == KeyValueSlot::kEmptyValue) return Status::InvalidArgument("id UINT64_MAX is reserved");
   if (doc.has_features) {
     NEARDUP_RETURN_IF_ERROR(index_->Add(doc.fingerprint, id));
   } else {
     // Featureless documents are not in the index; keep ids unique anyway.
-    for (auto [it, end] = by_hash_.equal_range(doc.content_hash); it != end; ++it) {
-      if (it->second == id) return Status::AlreadyExists("id " + std::to_string(id) + " already kept");
+    thread_local std::vector<DocId> same;
+    ExactMatches(doc.content_hash, &same);
+    if (std::find(same.begin(), same.end(), id) != same.end()) {
+      return Status::AlreadyExists("id " + std::to_string(id) + " already kept");
     }
   }
-  by_hash_.emplace(doc.content_hash, id);
+  t_->by_hash.Insert(Mix64(doc.content_hash), KeyValueSlot{doc.content_hash, id});
   ++size_;
   if (!KeepsSketch(doc)) return Status::OK();
   const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
-  const size_t offset = sketch_arena_.size();
-  sketch_slot_[id] = offset;
-  sketch_arena_.push_back(doc.num_chars);
-  sketch_arena_.push_back(doc.sketch.num_shingles);
-  sketch_arena_.push_back(static_cast<uint32_t>(doc.fingerprint));
-  sketch_arena_.push_back(static_cast<uint32_t>(doc.fingerprint >> 32));
-  sketch_arena_.push_back(static_cast<uint32_t>(n));
-  sketch_arena_.push_back(0);  // anchors, below
-  sketch_arena_.insert(sketch_arena_.end(), doc.sketch.mins.begin(),
-                       doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n));
+  std::array<uint32_t, kMaxRecordWords> rec;
+  rec[kRecIdLo] = static_cast<uint32_t>(id);
+  rec[kRecIdHi] = static_cast<uint32_t>(id >> 32);
+  rec[kRecChars] = doc.num_chars;
+  rec[kRecShingles] = doc.sketch.num_shingles;
+  rec[kRecFpLo] = static_cast<uint32_t>(doc.fingerprint);
+  rec[kRecFpHi] = static_cast<uint32_t>(doc.fingerprint >> 32);
+  rec[kRecCount] = static_cast<uint32_t>(n);
+  std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec.begin() + kRecHeader);
   // Anchors are indexed whatever the current policy says, so that a later
   // SetPolicy() can turn them on: the first `anchors` non-stop ones (at
   // least the default number).
@@ -430,49 +516,45 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   uint32_t added = 0;
   for (uint32_t a : doc.sketch.anchors) {
     if (added == static_cast<uint32_t>(m)) break;
-    if (anchors_->IsStop(a)) continue;
-    anchors_->Add(a, id, cap);
-    sketch_arena_.push_back(a);
+    if (t_->anchors.IsStop(a)) continue;
+    t_->anchors.Add(a, id, cap);
+    rec[kRecHeader + n + added] = a;
     ++added;
   }
-  sketch_arena_[offset + kRecAnchors] = added;
+  rec[kRecAnchors] = added;
+  const uint64_t offset = t_->arena.Append(rec.data(), kRecHeader + n + added);
+  t_->sketch_slot.Insert(Mix64(id), KeyValueSlot{id, offset});
   return Status::OK();
 }
 
 bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
-  bool found = false;
-  for (auto [it, end] = by_hash_.equal_range(doc.content_hash); it != end; ++it) {
-    if (it->second == id) {
-      by_hash_.erase(it);
-      found = true;
-      break;
-    }
-  }
-  if (!found) return false;
+  KeyValueSlot* entry = t_->by_hash.Find(Mix64(doc.content_hash), [&](const KeyValueSlot& s) {
+    return s.key == doc.content_hash && s.value == id;
+  });
+  if (entry == nullptr) return false;
+  t_->by_hash.Erase(entry);
   if (doc.has_features) index_->Remove(id);
-  if (auto it = sketch_slot_.find(id); it != sketch_slot_.end()) {
-    const uint32_t* rec = &sketch_arena_[it->second];
+  auto same_id = [id](const KeyValueSlot& s) { return s.key == id; };
+  if (KeyValueSlot* slot = t_->sketch_slot.Find(Mix64(id), same_id); slot != nullptr) {
+    const uint64_t offset = slot->value;
+    const uint32_t* rec = t_->arena.At(offset);
     const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
-    for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) anchors_->Remove(anchors[i], id);
-    sketch_garbage_ += RecordSize(rec);
-    sketch_slot_.erase(it);
-    if (sketch_garbage_ > 4096 && sketch_garbage_ * 2 > sketch_arena_.size()) CompactSketches();
+    for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Remove(anchors[i], id);
+    const int64_t evacuate = t_->arena.Release(offset, RecordSize(rec));
+    t_->sketch_slot.Erase(slot);
+    if (evacuate >= 0) {
+      // Move the chunk's live records (those their id's slot still points
+      // at) to the tail.
+      Tables& t = *t_;
+      t.arena.Evacuate(static_cast<uint64_t>(evacuate), RecordSize, [&t](uint64_t old, const uint32_t* r) {
+        const DocId rid = r[kRecIdLo] | (uint64_t{r[kRecIdHi]} << 32);
+        KeyValueSlot* s = t.sketch_slot.Find(Mix64(rid), [rid](const KeyValueSlot& x) { return x.key == rid; });
+        if (s != nullptr && s->value == old) s->value = t.arena.Append(r, RecordSize(r));
+      });
+    }
   }
   --size_;
   return true;
-}
-
-void NearDupSet::CompactSketches() {
-  std::vector<uint32_t> arena;
-  arena.reserve(sketch_arena_.size() - sketch_garbage_);
-  for (auto& [id, offset] : sketch_slot_) {
-    const uint32_t* rec = &sketch_arena_[offset];
-    const size_t len = RecordSize(rec);
-    offset = arena.size();
-    arena.insert(arena.end(), rec, rec + len);
-  }
-  sketch_arena_ = std::move(arena);
-  sketch_garbage_ = 0;
 }
 
 Status NearDupSet::set_k(int k) {
@@ -496,10 +578,8 @@ Status NearDupSet::SetPolicy(const RecheckOptions& recheck) {
 }
 
 size_t NearDupSet::MemoryBytes() const {
-  // unordered_multimap / unordered_map: a node (key, value, next pointer,
-  // cached hash) per entry plus one bucket pointer.
-  return index_->MemoryBytes() + by_hash_.size() * 32 + by_hash_.bucket_count() * 8 + sketch_slot_.size() * 32 +
-         sketch_slot_.bucket_count() * 8 + sketch_arena_.capacity() * sizeof(uint32_t) + anchors_->MemoryBytes();
+  return index_->MemoryBytes() + t_->by_hash.MemoryBytes() + t_->sketch_slot.MemoryBytes() +
+         t_->arena.MemoryBytes() + t_->anchors.MemoryBytes();
 }
 
 }  // namespace neardup

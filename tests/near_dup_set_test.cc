@@ -169,6 +169,64 @@ TEST(NearDupSet, DecidesThroughThePairRule) {
 // Edited copies of short texts are found through anchors; lists form and shrink;
 // anchor_max_postings is high so that no anchor turns into a stop key (stop
 // keys stay stop keys after removals, by design, and would differ).
+// Short texts of CJK ideographs from a pool of 300 (distinct texts, anchors
+// mostly rare and some shared, so lists form), and edited copies of them.
+class CjkTexts {
+ public:
+  std::vector<std::string> Text(int min_len, int max_len) {
+    const int len = min_len + static_cast<int>(Next() % static_cast<uint64_t>(max_len - min_len + 1));
+    std::vector<std::string> chars;
+    for (int j = 0; j < len; ++j) chars.push_back(Char());
+    return chars;
+  }
+  // One character replaced.
+  std::vector<std::string> Edited(std::vector<std::string> chars) {
+    chars[Next() % chars.size()] = Char();
+    return chars;
+  }
+  static std::string Join(const std::vector<std::string>& chars) {
+    std::string t;
+    for (const auto& c : chars) t += c;
+    return t;
+  }
+  uint64_t Next() {
+    x_ ^= x_ << 13;
+    x_ ^= x_ >> 7;
+    x_ ^= x_ << 17;
+    return x_;
+  }
+
+ private:
+  std::string Char() {
+    const uint32_t cp = 0x4E00 + static_cast<uint32_t>(Next() % 300);
+    std::string u8;
+    u8 += static_cast<char>(0xE0 | (cp >> 12));
+    u8 += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    u8 += static_cast<char>(0x80 | (cp & 0x3F));
+    return u8;
+  }
+  uint64_t x_ = 88172645463325252ULL;
+};
+
+// Both sets give the same answers (and similarities) to an edited copy of
+// every text; returns how many copies of a kept text found something.
+int ExpectSameAnswers(const NearDupSet& mutated, const NearDupSet& rebuilt, CjkTexts* gen,
+                      const std::vector<std::vector<std::string>>& texts, const std::vector<bool>& removed) {
+  int found = 0;
+  for (size_t q = 0; q < texts.size(); ++q) {
+    const DocSignature query = Analyzed(CjkTexts::Join(gen->Edited(texts[q])));
+    std::optional<DuplicateMatch> b1, b2;
+    std::vector<DuplicateMatch> a1, a2;
+    EXPECT_TRUE(mutated.FindDuplicate(query, &b1, &a1).ok());
+    EXPECT_TRUE(rebuilt.FindDuplicate(query, &b2, &a2).ok());
+    EXPECT_EQ(a1, a2) << "query " << q;
+    for (size_t i = 0; i < a1.size() && i < a2.size(); ++i) EXPECT_EQ(a1[i].similarity, a2[i].similarity);
+    if (a1 != a2) return -1;
+    found += b1.has_value() && !removed[q];
+  }
+  return found;
+}
+
 TEST(NearDupSet, AnchorsAfterRemovalsAnswerAsARebuiltSet) {
   NearDupOptions o;
   o.recheck.anchor_max_postings = 100000;
@@ -179,42 +237,20 @@ TEST(NearDupSet, AnchorsAfterRemovalsAnswerAsARebuiltSet) {
   o.recheck.anchors = 1;
   auto mutated = std::move(NearDupSet::Create(o)).value();
   auto rebuilt = std::move(NearDupSet::Create(o)).value();
-  uint64_t x = 88172645463325252ULL;
-  auto next = [&x] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
-  // CJK ideographs from a pool of 300: texts are distinct, anchors mostly
-  // rare, and some shared (lists form).
-  auto cjk = [&] {
-    const uint32_t cp = 0x4E00 + static_cast<uint32_t>(next() % 300);
-    std::string u8;
-    u8 += static_cast<char>(0xE0 | (cp >> 12));
-    u8 += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    u8 += static_cast<char>(0x80 | (cp & 0x3F));
-    return u8;
-  };
+  CjkTexts gen;
   constexpr int kDocs = 6000;
   std::vector<std::vector<std::string>> texts(kDocs);
   std::vector<DocSignature> sigs;
-  auto join = [](const std::vector<std::string>& chars) {
-    std::string t;
-    for (const auto& c : chars) t += c;
-    return t;
-  };
   for (int i = 0; i < kDocs; ++i) {
-    const int len = 12 + static_cast<int>(next() % 24);
-    for (int j = 0; j < len; ++j) texts[i].push_back(cjk());
-    sigs.push_back(Analyzed(join(texts[i])));
+    texts[i] = gen.Text(12, 35);
+    sigs.push_back(Analyzed(CjkTexts::Join(texts[i])));
   }
   std::vector<bool> removed(kDocs, false);
   for (int i = 0; i < kDocs; ++i) {
     ASSERT_TRUE(mutated->Insert(static_cast<DocId>(i), sigs[i]).ok());
     // Remove an earlier document now and then, while the table grows.
     if (i % 3 == 2) {
-      const int victim = static_cast<int>(next() % static_cast<uint64_t>(i));
+      const int victim = static_cast<int>(gen.Next() % static_cast<uint64_t>(i));
       if (!removed[victim]) {
         ASSERT_TRUE(mutated->Remove(static_cast<DocId>(victim), sigs[victim]));
         removed[victim] = true;
@@ -225,20 +261,53 @@ TEST(NearDupSet, AnchorsAfterRemovalsAnswerAsARebuiltSet) {
     if (!removed[i]) ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
   }
   EXPECT_EQ(mutated->size(), rebuilt->size());
-  int found = 0;
-  for (int q = 0; q < kDocs; ++q) {
-    // An edited copy (one character replaced) of every document, kept or removed.
-    std::vector<std::string> edited = texts[q];
-    edited[next() % edited.size()] = cjk();
-    const DocSignature query = Analyzed(join(edited));
-    std::optional<DuplicateMatch> b1, b2;
-    std::vector<DuplicateMatch> a1, a2;
-    ASSERT_TRUE(mutated->FindDuplicate(query, &b1, &a1).ok());
-    ASSERT_TRUE(rebuilt->FindDuplicate(query, &b2, &a2).ok());
-    ASSERT_EQ(a1, a2) << "query " << q;
-    found += b1.has_value() && !removed[q];
+  EXPECT_GT(ExpectSameAnswers(*mutated, *rebuilt, &gen, texts, removed), kDocs / 2);
+}
+
+// A retention window: the oldest documents expire while new ones arrive,
+// plus random early removals. The kept sketch records live in fixed-size
+// chunks; a chunk more than half dead has its live records moved and is
+// freed. Whatever moved, the answers are a rebuilt set's, and memory follows
+// the window instead of everything ever inserted.
+TEST(NearDupSet, SketchRecordsMovedByExpiryAnswerAsARebuiltSet) {
+  NearDupOptions o;
+  auto mutated = std::move(NearDupSet::Create(o)).value();
+  CjkTexts gen;
+  constexpr int kDocs = 40000, kWindow = 4000;
+  std::vector<std::vector<std::string>> texts(kDocs);
+  std::vector<DocSignature> sigs(kDocs);
+  std::vector<bool> removed(kDocs, false);
+  size_t memory_at_window = 0;
+  for (int i = 0; i < kDocs; ++i) {
+    // 60-150 characters: full 64-value sketches, ~800 records per chunk.
+    texts[i] = gen.Text(60, 150);
+    sigs[i] = Analyzed(CjkTexts::Join(texts[i]));
+    ASSERT_TRUE(mutated->Insert(static_cast<DocId>(i), sigs[i]).ok());
+    if (i >= kWindow && !removed[i - kWindow]) {
+      ASSERT_TRUE(mutated->Remove(static_cast<DocId>(i - kWindow), sigs[i - kWindow]));
+      removed[i - kWindow] = true;
+    }
+    if (i % 5 == 0) {
+      const int victim = i - static_cast<int>(gen.Next() % std::min<uint64_t>(kWindow, static_cast<uint64_t>(i) + 1));
+      if (!removed[victim]) {
+        ASSERT_TRUE(mutated->Remove(static_cast<DocId>(victim), sigs[victim]));
+        removed[victim] = true;
+      }
+    }
+    if (i == 2 * kWindow) memory_at_window = mutated->MemoryBytes();
   }
-  EXPECT_GT(found, kDocs / 2);  // the edited copies do reach their kept originals
+  auto rebuilt = std::move(NearDupSet::Create(o)).value();
+  for (int i = 0; i < kDocs; ++i) {
+    if (!removed[i]) ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
+  }
+  EXPECT_EQ(mutated->size(), rebuilt->size());
+  EXPECT_EQ(mutated->sketches(), rebuilt->sketches());
+  // Ten windows later the set holds about as much as after two.
+  EXPECT_LT(mutated->MemoryBytes(), memory_at_window * 3 / 2);
+  // The last windows' texts (the others are long gone from both).
+  const std::vector<std::vector<std::string>> recent(texts.end() - 2 * kWindow, texts.end());
+  const std::vector<bool> recent_removed(removed.end() - 2 * kWindow, removed.end());
+  EXPECT_GT(ExpectSameAnswers(*mutated, *rebuilt, &gen, recent, recent_removed), kWindow / 2);
 }
 
 }  // namespace

@@ -16,7 +16,10 @@
 //     within k is a duplicate. Any other pair is a duplicate iff the
 //     estimated Jaccard similarity of their character shingles is at least
 //     min_similarity (min_similarity_small when the smaller text has fewer
-//     than small_text_shingles shingles). A pair with a sketch missing on
+//     than small_text_shingles shingles); a pair whose distinct shingle
+//     counts alone rule that out (|A| < threshold * |B|: the true Jaccard
+//     is at most |A| / |B|) is rejected without an estimate, so sampling
+//     noise cannot accept it. A pair with a sketch missing on
 //     either side (a signature made without text, a document stored before
 //     sketches existed, or a kept text longer than sketch_max_chars) is a
 //     duplicate iff its distance is at most k.
@@ -26,7 +29,8 @@
 // candidate within k is a duplicate, nearest first, then smallest id.
 //
 // Ids are chosen by the caller (the batch job uses input sequence numbers;
-// the service its internal document numbers) and must be unique.
+// the service its internal document numbers), must be unique and below
+// UINT64_MAX (the tables' empty mark).
 //
 // Thread-safety: const methods may run concurrently; Insert/Remove/set_k/
 // SetPolicy need exclusive access (the service holds its namespace lock).
@@ -36,7 +40,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "neardup/fingerprint.h"
@@ -200,7 +203,7 @@ class NearDupSet {
 
   size_t size() const { return size_; }
   // Kept documents whose sketch is held for re-checks.
-  size_t sketches() const { return sketch_slot_.size(); }
+  size_t sketches() const;
   // Index, exact-match table, kept sketches and anchor table.
   size_t MemoryBytes() const;
   const NearDupOptions& options() const { return options_; }
@@ -212,26 +215,20 @@ class NearDupSet {
   // fills the match's similarity.
   // `rec` is the candidate's sketch record (null: none kept).
   bool Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec, DuplicateMatch* match) const;
-  const uint32_t* SketchRecord(DocId id) const;
-  std::optional<DocId> ExactMatch(uint64_t content_hash) const;
+  // Every kept id whose content_hash is this (usually none or one).
+  void ExactMatches(uint64_t content_hash, std::vector<DocId>* ids) const;
   bool IsShort(uint32_t num_chars) const { return IsShortText(options_.recheck, num_chars); }
   int SearchRadius(const DocSignature& doc) const;
   bool KeepsSketch(const DocSignature& doc) const;
-  void CompactSketches();
 
   NearDupOptions options_;
   std::unique_ptr<HammingIndex> index_;
-  // content_hash -> kept ids with that normalized text (usually one).
-  std::unordered_multimap<uint64_t, DocId> by_hash_;
+  // The exact-match table (content_hash -> ids), the kept sketch records and
+  // the anchor table (near_dup_set.cc): flat tables that grow in small
+  // pieces, so no insert stalls the namespace for a whole-table rehash.
+  class Tables;
+  std::unique_ptr<Tables> t_;
   size_t size_ = 0;
-  // Kept sketches: id -> offset of a record in sketch_arena_ (the counts,
-  // the fingerprint, the sketch values and the anchors it was added under).
-  std::unordered_map<DocId, uint64_t> sketch_slot_;
-  std::vector<uint32_t> sketch_arena_;
-  size_t sketch_garbage_ = 0;  // words of removed records
-  // Anchor -> kept documents (see RecheckOptions::anchors).
-  class AnchorTable;
-  std::unique_ptr<AnchorTable> anchors_;
 };
 
 }  // namespace neardup
