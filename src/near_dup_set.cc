@@ -356,9 +356,17 @@ PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const 
     d.similarity = static_cast<double>(smaller) / static_cast<double>(larger);
     return d;
   }
-  const SimilarityEstimate e = EstimateSimilarity(a.mins, a.num_mins, a.num_shingles, b.mins, b.num_mins, b.num_shingles);
+  SimilarityEstimate e;
+  if (decided_by_distance) {
+    e = EstimateSimilarity(a.mins, a.num_mins, a.num_shingles, b.mins, b.num_mins, b.num_shingles);
+    d.duplicate = distance <= options.k;
+  } else {
+    // Stops early for a pair that cannot reach the threshold; the score of
+    // a rejected pair is then a partial estimate (it is never reported).
+    d.duplicate =
+        EstimateSimilarityAtLeast(a.mins, a.num_mins, a.num_shingles, b.mins, b.num_mins, b.num_shingles, min_j, &e);
+  }
   d.similarity = e.jaccard;
-  d.duplicate = decided_by_distance ? distance <= options.k : e.jaccard >= min_j;
   return d;
 }
 

@@ -65,11 +65,15 @@ inline uint32_t ShingleHash(const uint32_t* cps, size_t n, uint64_t seed) {
 
 // |A ∩ B| for strictly ascending arrays. Four-by-four block compares
 // (Lemire et al., "SIMD compression and the intersection of sorted
-// integers", 2016) with SSE2, then a scalar tail.
-size_t IntersectionSize(const uint32_t* a, size_t na, const uint32_t* b, size_t nb) {
+// integers", 2016) with SSE2, then a scalar tail. Gives up (returns
+// kGaveUp) as soon as fewer than `need` common values remain possible:
+// rejecting an unrelated candidate then reads half of the sketches or less.
+constexpr size_t kGaveUp = SIZE_MAX;
+size_t IntersectionSize(const uint32_t* a, size_t na, const uint32_t* b, size_t nb, size_t need = 0) {
   size_t i = 0, j = 0, count = 0;
 #if defined(__SSE2__)
   while (i + 4 <= na && j + 4 <= nb) {
+    if (count + std::min(na - i, nb - j) < need) return kGaveUp;
     const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
     const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j));
     const __m128i c0 = _mm_cmpeq_epi32(va, vb);
@@ -83,6 +87,7 @@ size_t IntersectionSize(const uint32_t* a, size_t na, const uint32_t* b, size_t 
     j += bmax <= amax ? 4 : 0;
   }
 #endif
+  if (count + std::min(na - i, nb - j) < need) return kGaveUp;
   while (i < na && j < nb) {
     const uint32_t x = a[i], y = b[j];
     count += x == y;
@@ -286,10 +291,11 @@ ShingleSketch ComputeSketch(std::string_view normalized) {
   return s;
 }
 
-SimilarityEstimate EstimateSimilarity(const uint32_t* pa, size_t na, uint32_t sa, const uint32_t* pb, size_t nb,
-                                      uint32_t sb) {
-  SimilarityEstimate e;
-  if (sa == 0 || sb == 0 || na == 0 || nb == 0) return e;
+bool EstimateSimilarityAtLeast(const uint32_t* pa, size_t na, uint32_t sa, const uint32_t* pb, size_t nb, uint32_t sb,
+                               double min_jaccard, SimilarityEstimate* out) {
+  SimilarityEstimate& e = *out;
+  e = SimilarityEstimate{};
+  if (sa == 0 || sb == 0 || na == 0 || nb == 0) return min_jaccard <= 0;
   const bool a_complete = sa <= kSketchSize, b_complete = sb <= kSketchSize;
   e.exact = a_complete && b_complete;
   // Below tau = the smaller of the incomplete sketches' last values, both
@@ -300,13 +306,25 @@ SimilarityEstimate EstimateSimilarity(const uint32_t* pa, size_t na, uint32_t sa
   if (!b_complete) tau = std::min(tau, pb[nb - 1]);
   const size_t ma = static_cast<size_t>(std::upper_bound(pa, pa + na, tau) - pa);
   const size_t mb = static_cast<size_t>(std::upper_bound(pb, pb + nb, tau) - pb);
-  const size_t both = IntersectionSize(pa, ma, pb, mb);
+  // both / (ma + mb - both) >= j  <=>  both >= j (ma + mb) / (1 + j). One
+  // value of slack, so rounding can never give up on a pair that reaches j.
+  const double bound = min_jaccard * static_cast<double>(ma + mb) / (1.0 + min_jaccard) - 1.0;
+  const size_t need = bound > 0 ? static_cast<size_t>(bound) : 0;
+  const size_t both = IntersectionSize(pa, ma, pb, mb, need);
+  if (both == kGaveUp) return false;
   const size_t sample = ma + mb - both;
   e.jaccard = sample ? static_cast<double>(both) / static_cast<double>(sample) : 0.0;
   // Containment of the smaller set in the larger, from the same sample.
   const size_t small_sample = sa <= sb ? ma : mb;
   e.containment = small_sample ? static_cast<double>(both) / static_cast<double>(small_sample) : 0.0;
   e.containment_sample = static_cast<uint32_t>(small_sample);
+  return e.jaccard >= min_jaccard;
+}
+
+SimilarityEstimate EstimateSimilarity(const uint32_t* pa, size_t na, uint32_t sa, const uint32_t* pb, size_t nb,
+                                      uint32_t sb) {
+  SimilarityEstimate e;
+  EstimateSimilarityAtLeast(pa, na, sa, pb, nb, sb, 0.0, &e);
   return e;
 }
 

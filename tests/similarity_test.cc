@@ -160,6 +160,42 @@ TEST(Similarity, EstimatesLargeSetsWithinTolerance) {
   }
 }
 
+// The early-stopping form answers "estimate >= t" exactly as the full
+// estimate does, at every threshold, for complete and incomplete sketches
+// with every degree of overlap, and fills the same estimate when it accepts.
+TEST(Similarity, AtLeastAgreesWithTheFullEstimate) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> word(0, 3000);
+  int accepted = 0, rejected = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 3 + trial % 60;  // 3..62 words: complete and incomplete sketches
+    std::string a, b;
+    const int changed = static_cast<int>(rng() % static_cast<unsigned>(n + 1));
+    for (int i = 0; i < n; ++i) {
+      const std::string w = "w" + std::to_string(word(rng));
+      a += w + " ";
+      b += (i < changed ? "x" + std::to_string(word(rng)) : w) + " ";
+    }
+    const ShingleSketch sa = ComputeSketch(a), sb = ComputeSketch(b);
+    const SimilarityEstimate full = EstimateSimilarity(sa, sb);
+    for (double t : {0.0, 0.1, 0.35, 0.5, 0.75, full.jaccard, 1.0}) {
+      SimilarityEstimate e;
+      const bool at_least = EstimateSimilarityAtLeast(sa.mins.data(), sa.mins.size(), sa.num_shingles, sb.mins.data(),
+                                                      sb.mins.size(), sb.num_shingles, t, &e);
+      ASSERT_EQ(at_least, full.jaccard >= t) << "trial " << trial << " t " << t;
+      if (at_least) {
+        EXPECT_EQ(e.jaccard, full.jaccard);
+        EXPECT_EQ(e.containment, full.containment);
+        ++accepted;
+      } else {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 200);
+  EXPECT_GT(rejected, 200);
+}
+
 TEST(Similarity, CjkDetection) {
   EXPECT_TRUE(IsCjkCodePoint(0x4E2D));   // 中
   EXPECT_TRUE(IsCjkCodePoint(0x3042));   // あ

@@ -101,6 +101,12 @@ SimilarityEstimate EstimateSimilarity(const ShingleSketch& a, const ShingleSketc
 SimilarityEstimate EstimateSimilarity(const uint32_t* a, size_t na, uint32_t sa, const uint32_t* b, size_t nb,
                                       uint32_t sb);
 
+// Whether the estimate above reaches min_jaccard. May stop as soon as it
+// cannot (most candidates of a query are unrelated texts): *out is then
+// incomplete and false is returned. When true, *out equals
+// EstimateSimilarity's answer.
+bool EstimateSimilarityAtLeast(const uint32_t* a, size_t na, uint32_t sa, const uint32_t* b, size_t nb, uint32_t sb,
+                               double min_jaccard, SimilarityEstimate* out);
 // Whether a code point counts as CJK for steps 2, 3 and 6: Hangul Jamo, CJK Radicals
 // through Yi (U+2E80-U+A4CF, which includes Kana, Bopomofo and the CJK
 // ideographs), Hangul syllables, CJK compatibility ideographs, half-width
