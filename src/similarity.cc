@@ -132,14 +132,27 @@ namespace {
 void PrefixFolds(const std::vector<uint32_t>& seq, std::vector<uint64_t>* prefix) {
   prefix->resize(seq.size() + 1);
   uint64_t* p = prefix->data();
+  const uint32_t* s = seq.data();
+  const size_t n = seq.size();
   p[0] = 0;
-  for (size_t i = 0; i < seq.size(); ++i) p[i + 1] = p[i] * kShingleMul + seq[i];
+  // Two values per step from p[i] alone (p[i + 2] = p[i] K^2 + s[i] K +
+  // s[i + 1]): the chain of dependent multiplies is half as long.
+  constexpr uint64_t kMul2 = kShingleMul * kShingleMul;
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const uint64_t a = p[i];
+    p[i + 1] = a * kShingleMul + s[i];
+    p[i + 2] = a * kMul2 + (s[i] * kShingleMul + s[i + 1]);
+  }
+  if (i < n) p[i + 1] = p[i] * kShingleMul + s[i];
 }
 
-// Hashes of the shingles of `seq`: n = cjk_n at a CJK code point, other_n
-// elsewhere; a sequence too short for its first shingle is one shingle.
-void ShingleHashes(const std::vector<uint32_t>& seq, const std::vector<uint64_t>& prefix, size_t cjk_n,
-                   size_t other_n, uint64_t seed, std::vector<uint32_t>* hashes) {
+// Hashes of the shingles of `seq`: n = cjk_n at a CJK code point (cjk[i]),
+// other_n elsewhere; a sequence too short for its first shingle is one
+// shingle.
+void ShingleHashes(const std::vector<uint32_t>& seq, const std::vector<uint8_t>& cjk,
+                   const std::vector<uint64_t>& prefix, size_t cjk_n, size_t other_n, uint64_t seed,
+                   std::vector<uint32_t>* hashes) {
   hashes->resize(seq.size());
   uint32_t* out = hashes->data();
   size_t m = 0;
@@ -149,10 +162,10 @@ void ShingleHashes(const std::vector<uint32_t>& seq, const std::vector<uint64_t>
   for (size_t i = 0; i < other_n; ++i) pow_other *= kShingleMul;
   const uint64_t* p = prefix.data();
   for (size_t i = 0; i < n; ++i) {
-    const bool cjk = IsCjkCodePoint(seq[i]);
-    const size_t len = cjk ? cjk_n : other_n;
+    const bool is_cjk = cjk[i] != 0;
+    const size_t len = is_cjk ? cjk_n : other_n;
     if (i + len > n) continue;
-    const uint64_t h = p[i + len] + (seed + len - p[i]) * (cjk ? pow_cjk : pow_other);
+    const uint64_t h = p[i + len] + (seed + len - p[i]) * (is_cjk ? pow_cjk : pow_other);
     out[m++] = static_cast<uint32_t>(Mix64(h) >> 32);
   }
   hashes->resize(m);
@@ -202,11 +215,13 @@ size_t SortDistinct(std::vector<uint32_t>* v, uint64_t limit) {
 // Number of distinct values (a small open-addressing set; cheaper than
 // sorting a long text's hashes). The values are uniform hashes, so their top
 // bits are the slot: no further mixing. 0 marks an empty slot; the value 0
-// is counted apart.
+// is counted apart. Load at most 1/4, and one branch for "empty or equal"
+// (bitwise, not &&): repeated shingles, a third of an English text's, no
+// longer mispredict, and a slot taken by another value is rare.
 size_t CountDistinct(const std::vector<uint32_t>& v) {
   thread_local std::vector<uint32_t> table;
   int bits = 6;
-  while ((size_t{1} << bits) < 2 * v.size()) ++bits;
+  while ((size_t{1} << bits) < 4 * v.size()) ++bits;
   const size_t cap = size_t{1} << bits;
   table.assign(cap, 0);
   const size_t mask = cap - 1;
@@ -214,13 +229,17 @@ size_t CountDistinct(const std::vector<uint32_t>& v) {
   size_t distinct = 0;
   bool zero = false;
   for (uint32_t x : v) {
-    if (x == 0) {
+    if (x == 0) {  // about never: a predictable branch
       zero = true;
       continue;
     }
     size_t i = x >> (32 - bits);
-    while (t[i] != 0 && t[i] != x) i = (i + 1) & mask;
-    distinct += t[i] == 0;
+    uint32_t s = t[i];
+    while (static_cast<int>(s != 0) & static_cast<int>(s != x)) {
+      i = (i + 1) & mask;
+      s = t[i];
+    }
+    distinct += s == 0;
     t[i] = x;
   }
   return distinct + zero;
@@ -263,25 +282,34 @@ void ComputeSketch(std::string_view normalized, ShingleSketch* out) {
   thread_local std::vector<uint32_t> seq;
   thread_local std::vector<uint32_t> hashes;
   thread_local std::vector<uint64_t> prefix;
+  thread_local std::vector<uint8_t> cps_cjk, cjk;
   DecodeUtf8(normalized, &cps);
-  // Step 2: drop spaces next to CJK.
-  seq.clear();
   const size_t n0 = cps.size();
+  cps_cjk.resize(n0 + 2);  // with a non-CJK guard at each end
+  cps_cjk[0] = cps_cjk[n0 + 1] = 0;
+  for (size_t i = 0; i < n0; ++i) cps_cjk[i + 1] = IsCjkCodePoint(cps[i]);
+  // Step 2: drop spaces next to CJK. Without a branch per space: spaces
+  // come every few characters in spaced scripts, too irregularly to predict.
+  seq.resize(n0);
+  cjk.resize(n0);
+  size_t m = 0;
   for (size_t i = 0; i < n0; ++i) {
     const uint32_t c = cps[i];
-    if (c == ' ' && ((i > 0 && IsCjkCodePoint(cps[i - 1])) || (i + 1 < n0 && IsCjkCodePoint(cps[i + 1])))) {
-      continue;
-    }
-    seq.push_back(c);
+    const bool drop = (c == ' ') & ((cps_cjk[i] | cps_cjk[i + 2]) != 0);
+    seq[m] = c;
+    cjk[m] = cps_cjk[i + 1];
+    m += !drop;
   }
+  seq.resize(m);
+  cjk.resize(m);
   // Steps 3-5: the similarity shingles and their bottom-k.
   PrefixFolds(seq, &prefix);
-  ShingleHashes(seq, prefix, 2, 4, kSimilaritySeed, &hashes);
+  ShingleHashes(seq, cjk, prefix, 2, 4, kSimilaritySeed, &hashes);
   SmallestDistinct(hashes, kSketchSize, &out->mins);
   const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(hashes);
   out->num_shingles = static_cast<uint32_t>(std::min<size_t>(distinct, UINT32_MAX));
   // Step 6: the anchor shingles.
-  ShingleHashes(seq, prefix, 3, 6, kAnchorSeed, &hashes);
+  ShingleHashes(seq, cjk, prefix, 3, 6, kAnchorSeed, &hashes);
   SmallestDistinct(hashes, kAnchorCount, &out->anchors);
 }
 
