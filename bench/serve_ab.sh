@@ -11,15 +11,16 @@ $BIN serve --data "$DATA_DIR" --listen 127.0.0.1:18181 --threads 64 --sync true 
 PID=$!
 t0=$(date +%s)
 for i in $(seq 1 3000); do grep -q "listening on" "${DATA_DIR}.serve.log" && break; sleep 0.2; done
-echo "$LABEL start $(( $(date +%s) - t0 )) s" | tee -a ${OUT:-/tmp/serve_ab.log}
+echo "$LABEL start $(( $(date +%s) - t0 )) s" | tee -a "${OUT:-/tmp/serve_ab.log}"
 ./build/load_gen --port 18181 --ns load --threads 32 --seconds 3 >/dev/null 2>&1
 for C in "$@"; do
   c0=$(awk '{print $14+$15}' /proc/$PID/stat)
   m0=$(curl -s 127.0.0.1:18181/metrics | awk '/^neardup_store_commit/ {printf "%s ", $2}')
-  OUT=$(./build/load_gen --port 18181 --ns load --threads $C --seconds $SECS 2>&1 | tail -1)
+  # RES, not OUT: OUT names the file the results are appended to.
+  RES=$(./build/load_gen --port 18181 --ns load --threads $C --seconds $SECS 2>&1 | tail -1)
   c1=$(awk '{print $14+$15}' /proc/$PID/stat)
   m1=$(curl -s 127.0.0.1:18181/metrics | awk '/^neardup_store_commit/ {printf "%s ", $2}')
-  python3 - "$LABEL" "$C" "$OUT" "$c0" "$c1" "$m0" "$m1" <<'PY' | tee -a ${OUT:-/tmp/serve_ab.log}
+  python3 - "$LABEL" "$C" "$RES" "$c0" "$c1" "$m0" "$m1" <<'PY' | tee -a "${OUT:-/tmp/serve_ab.log}"
 import json,sys
 label,c,out,c0,c1,m0,m1=sys.argv[1:]
 j=json.loads(out); m0=[float(x) for x in m0.split()]; m1=[float(x) for x in m1.split()]
