@@ -29,13 +29,19 @@
 #include "neardup/multi_index.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "realloc_array.h"
+
 namespace neardup {
 namespace {
+
+// Row -> id.
+using RowIds = internal::ReallocArray<DocId>;
 
 constexpr uint32_t kNoRow = 0xFFFFFFFFu;
 constexpr uint32_t kMaxRows = 0xFFFFFFFEu;
@@ -156,12 +162,12 @@ struct Table {
 // power-of-two table took 4.6-9 B; single adds (the service's only path) keep
 // the whole index under 48 B per entry at 50M. The price is more frequent
 // rehashes (amortized ~4 moves per add instead of 2), each a prefetched pass.
-class IdMap {
+class IdMapSegment {
  public:
   // ids: the row -> id array the slots point into.
-  uint32_t Find(DocId id, const std::vector<DocId>& ids) const {
+  uint32_t Find(DocId id, const RowIds& ids) const {
     if (slots_.empty()) return kNoRow;
-    const uint64_t h = Mix64(id);
+    const uint64_t h = Hash(id);
     const uint32_t tag = Tag(h);
     for (size_t i = Home(h);; i = Next(i)) {
       const uint32_t s = slots_[i];
@@ -174,10 +180,10 @@ class IdMap {
   // kNoRow. One probe sequence serves both the duplicate check and the
   // insert. `row` is not read through `ids`, so the caller may store it there
   // afterwards.
-  uint32_t InsertIfAbsent(DocId id, uint32_t row, const std::vector<DocId>& ids) {
+  uint32_t InsertIfAbsent(DocId id, uint32_t row, const RowIds& ids) {
     if ((count_ + 1) * 8 > slots_.size() * 7) Rehash(std::max<size_t>(16, (count_ + 1) * 3 / 2), row, ids);
     if (row >= row_mask_) Rehash(slots_.size(), row, ids);
-    const uint64_t h = Mix64(id);
+    const uint64_t h = Hash(id);
     const uint32_t tag = Tag(h);
     size_t i = Home(h);
     for (; slots_[i] != kNoRow; i = Next(i)) {
@@ -190,9 +196,9 @@ class IdMap {
   }
 
   // Backward-shift deletion keeps probe sequences intact without tombstones.
-  void Erase(DocId id, const std::vector<DocId>& ids) {
+  void Erase(DocId id, const RowIds& ids) {
     if (slots_.empty()) return;
-    const uint64_t h = Mix64(id);
+    const uint64_t h = Hash(id);
     const uint32_t tag = Tag(h);
     size_t i = Home(h);
     while (true) {
@@ -205,7 +211,7 @@ class IdMap {
     auto dist = [n](size_t from, size_t to) { return to >= from ? to - from : to + n - from; };
     size_t hole = i;
     for (size_t j = Next(hole); slots_[j] != kNoRow; j = Next(j)) {
-      const size_t home = Home(Mix64(ids[slots_[j] & row_mask_]));
+      const size_t home = Home(Hash(ids[slots_[j] & row_mask_]));
       // Move slots_[j] into the hole unless its home lies cyclically in (hole, j].
       if (dist(home, j) >= dist(hole, j)) {
         slots_[hole] = slots_[j];
@@ -228,7 +234,7 @@ class IdMap {
   // Room for n ids at load 4/5, so a bulk load is followed by ~9% of
   // single adds before the next growth step. max_row: the largest row the
   // caller is about to insert.
-  void Reserve(size_t n, uint32_t max_row, const std::vector<DocId>& ids) {
+  void Reserve(size_t n, uint32_t max_row, const RowIds& ids) {
     const size_t want = std::max<size_t>(16, n + n / 4);
     if (want > slots_.size() || max_row >= row_mask_) Rehash(std::max(want, slots_.size()), max_row, ids);
   }
@@ -236,6 +242,9 @@ class IdMap {
   size_t MemoryBytes() const { return slots_.capacity() * sizeof(uint32_t); }
 
  private:
+  // Independent of the hash that picks the segment (IdMap), whose top bits
+  // are the same for every id here.
+  static uint64_t Hash(DocId id) { return Mix64(id ^ 0x5851F42D4C957F2DULL); }
   size_t Home(uint64_t h) const {
     return static_cast<size_t>((static_cast<unsigned __int128>(h) * slots_.size()) >> 64);
   }
@@ -244,7 +253,7 @@ class IdMap {
   uint32_t Tag(uint64_t h) const { return static_cast<uint32_t>(h & tag_mask_); }
   uint32_t TagOf(uint32_t slot) const { return static_cast<uint32_t>(uint64_t{slot} >> row_bits_); }
 
-  void Rehash(size_t new_size, uint32_t max_row, const std::vector<DocId>& ids) {
+  void Rehash(size_t new_size, uint32_t max_row, const RowIds& ids) {
     std::vector<uint32_t> old;
     old.swap(slots_);
     const uint32_t old_mask = row_mask_;
@@ -263,7 +272,7 @@ class IdMap {
       const uint32_t s = old[o];
       if (s == kNoRow) continue;
       const uint32_t row = s & old_mask;
-      const uint64_t h = Mix64(ids[row]);
+      const uint64_t h = Hash(ids[row]);
       size_t i = Home(h);
       while (slots_[i] != kNoRow) i = Next(i);
       slots_[i] = static_cast<uint32_t>((uint64_t{Tag(h)} << row_bits_) | row);
@@ -275,6 +284,39 @@ class IdMap {
   int row_bits_ = 1;
   uint32_t row_mask_ = 1;
   uint64_t tag_mask_ = 0;
+};
+
+// The id map in 256 segments (by the top bits of the id's hash) that grow
+// on their own: a whole-map growth step rehashed every id under the
+// namespace's lock, 110-230 ms at 6-10M ids (docs/BENCHMARKS.md, index
+// pauses); a segment's is 1/256 of that.
+class IdMap {
+ public:
+  uint32_t Find(DocId id, const RowIds& ids) const { return Part(id).Find(id, ids); }
+  uint32_t InsertIfAbsent(DocId id, uint32_t row, const RowIds& ids) {
+    return Part(id).InsertIfAbsent(id, row, ids);
+  }
+  void Erase(DocId id, const RowIds& ids) { Part(id).Erase(id, ids); }
+  void Clear() {
+    for (IdMapSegment& p : parts_) p.Clear();
+  }
+  // Room for about n ids in all (each segment a share plus the spread of
+  // a uniform split).
+  void Reserve(size_t n, uint32_t max_row, const RowIds& ids) {
+    const size_t share = n / kParts + n / kParts / 16 + 16;
+    for (IdMapSegment& p : parts_) p.Reserve(share, max_row, ids);
+  }
+  size_t MemoryBytes() const {
+    size_t bytes = 0;
+    for (const IdMapSegment& p : parts_) bytes += p.MemoryBytes();
+    return bytes;
+  }
+
+ private:
+  static constexpr size_t kParts = 256;
+  IdMapSegment& Part(DocId id) { return parts_[Mix64(id) >> 56]; }
+  const IdMapSegment& Part(DocId id) const { return parts_[Mix64(id) >> 56]; }
+  std::array<IdMapSegment, kParts> parts_;
 };
 
 // All bit masks over `bits` bits with popcount <= r, smallest popcount first.
@@ -400,10 +442,8 @@ class MultiIndex final : public HammingIndex {
   }
 
   void Clear() override {
-    fps_.clear();
-    fps_.shrink_to_fit();
-    ids_.clear();
-    ids_.shrink_to_fit();
+    fps_.release();
+    ids_.release();
     dead_.clear();
     dead_.shrink_to_fit();
     free_rows_.clear();
@@ -685,8 +725,9 @@ class MultiIndex final : public HammingIndex {
   std::vector<Table> tables_;
   std::vector<uint32_t> masks_[kMaxRadius + 1];
 
-  std::vector<uint64_t> fps_;
-  std::vector<DocId> ids_;
+  // ReallocArray: growing 10M+ rows is a page remap, not a copy.
+  internal::ReallocArray<uint64_t> fps_;
+  RowIds ids_;
   std::vector<uint64_t> dead_;  // bit per row: removed and on the free list
   std::vector<uint32_t> free_rows_;
   IdMap id_map_;
