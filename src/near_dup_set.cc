@@ -236,8 +236,12 @@ class NearDupSet::Tables {
   SketchArena arena;
   AnchorTable anchors;
 
+  // The slot of a kept id's sketch record, or null.
+  KeyValueSlot* SketchSlot(DocId id) {
+    return sketch_slot.Find(Mix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
+  }
   const uint32_t* SketchRecord(DocId id) const {
-    const KeyValueSlot* s = sketch_slot.Find(Mix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
+    const KeyValueSlot* s = const_cast<Tables*>(this)->SketchSlot(id);
     return s == nullptr ? nullptr : arena.At(s->value);
   }
 };
@@ -542,8 +546,7 @@ bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
   if (entry == nullptr) return false;
   t_->by_hash.Erase(entry);
   if (doc.has_features) index_->Remove(id);
-  auto same_id = [id](const KeyValueSlot& s) { return s.key == id; };
-  if (KeyValueSlot* slot = t_->sketch_slot.Find(Mix64(id), same_id); slot != nullptr) {
+  if (KeyValueSlot* slot = t_->SketchSlot(id); slot != nullptr) {
     const uint64_t offset = slot->value;
     const uint32_t* rec = t_->arena.At(offset);
     const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
@@ -556,7 +559,7 @@ bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
       Tables& t = *t_;
       t.arena.Evacuate(static_cast<uint64_t>(evacuate), RecordSize, [&t](uint64_t old, const uint32_t* r) {
         const DocId rid = r[kRecIdLo] | (uint64_t{r[kRecIdHi]} << 32);
-        KeyValueSlot* s = t.sketch_slot.Find(Mix64(rid), [rid](const KeyValueSlot& x) { return x.key == rid; });
+        KeyValueSlot* s = t.SketchSlot(rid);
         if (s != nullptr && s->value == old) s->value = t.arena.Append(r, RecordSize(r));
       });
     }
