@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "neardup/fingerprint.h"
+#include "neardup/text/fingerprint.h"
 
 namespace {
 

@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "neardup/index_io.h"
-#include "neardup/multi_index.h"
+#include "neardup/index/index_io.h"
+#include "neardup/index/multi_index.h"
 
 using namespace neardup;
 using Clock = std::chrono::steady_clock;

@@ -43,8 +43,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "neardup/fingerprint.h"
-#include "neardup/near_dup_set.h"
+#include "neardup/text/fingerprint.h"
+#include "neardup/dedup/near_dup_set.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "neardup/rocks_store.h"
+#include "neardup/store/rocks_store.h"
 
 namespace {
 

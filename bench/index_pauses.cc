@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "neardup/multi_index.h"
+#include "neardup/index/multi_index.h"
 
 int main(int argc, char** argv) {
   const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 12000000;

@@ -51,8 +51,8 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
-#include "httplib_client.h"  // httplib with the ABI macros of Debian's build
+#include "http/http_server.h"
+#include "util/httplib_client.h"  // httplib with the ABI macros of Debian's build
 
 namespace {
 

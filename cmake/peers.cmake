@@ -14,13 +14,13 @@ if(OpenMP_CXX_FOUND AND PQ_FOUND AND NEARDUP_FAISS_LIB AND NEARDUP_FAISS_INCLUDE
   target_include_directories(bench_peers PRIVATE ${NEARDUP_FAISS_INCLUDE})
   target_compile_options(bench_peers PRIVATE ${NEARDUP_WARNINGS})
   # libfaiss.a needs OpenMP and BLAS/LAPACK at link time.
-  target_link_libraries(bench_peers PRIVATE neardup_core ${NEARDUP_FAISS_LIB} OpenMP::OpenMP_CXX
+  target_link_libraries(bench_peers PRIVATE neardup_service ${NEARDUP_FAISS_LIB} OpenMP::OpenMP_CXX
     ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES} PkgConfig::PQ)
 
   add_executable(peers_selfjoin ${PROJECT_SOURCE_DIR}/bench/peers/peers_selfjoin.cc)
   target_include_directories(peers_selfjoin PRIVATE ${NEARDUP_FAISS_INCLUDE})
   target_compile_options(peers_selfjoin PRIVATE ${NEARDUP_WARNINGS})
-  target_link_libraries(peers_selfjoin PRIVATE neardup_core ${NEARDUP_FAISS_LIB} OpenMP::OpenMP_CXX
+  target_link_libraries(peers_selfjoin PRIVATE neardup_service ${NEARDUP_FAISS_LIB} OpenMP::OpenMP_CXX
     ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES})
 else()
   message(STATUS "peers benchmark disabled: needs libfaiss-dev, libpq-dev, OpenMP, BLAS/LAPACK "

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "neardup/fingerprint.h"
+#include "neardup/text/fingerprint.h"
 
 namespace {
 const neardup::Fingerprinter& Get(neardup::TokenizerKind kind) {

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 namespace {
 

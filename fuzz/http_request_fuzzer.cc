@@ -22,9 +22,10 @@
 #include <string>
 #include <string_view>
 
-#include "http_api.h"
-#include "neardup/engine.h"
-#include "neardup/local_engine.h"
+#include "http/http_api.h"
+#include "neardup/engine/engine.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
 
 namespace {
 

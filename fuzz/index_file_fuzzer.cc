@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "neardup/index_io.h"
+#include "neardup/index/index_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = [] {

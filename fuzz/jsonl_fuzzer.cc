@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jsonl.h"
+#include "io/jsonl.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "neardup/dedup.h"
+#include "neardup/dedup/dedup.h"
 
 namespace neardup {
 namespace {

@@ -1,5 +1,5 @@
 // The batch deduplicator (include/neardup/dedup.h).
-#include "neardup/dedup.h"
+#include "neardup/dedup/dedup.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jsonl.h"
+#include "io/jsonl.h"
 
 namespace neardup {
 namespace {

@@ -1,6 +1,6 @@
 // Fingerprint contract (docs/fingerprint.md): golden vectors, properties,
 // thread-safety.
-#include "neardup/fingerprint.h"
+#include "neardup/text/fingerprint.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "neardup/idf.h"
-#include "normalize.h"
+#include "neardup/text/idf.h"
+#include "text/normalize.h"
 
 namespace neardup {
 namespace {

@@ -1,6 +1,7 @@
 // Tests of the transport-independent HTTP API (src/http_api.h) against a real
 // local engine in a temporary directory.
-#include "http_api.h"
+#include "http/http_api.h"
+#include "util/utf8.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "neardup/engine.h"
-#include "neardup/local_engine.h"
+#include "neardup/engine/engine.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
 
 namespace neardup {
 namespace {

@@ -1,6 +1,6 @@
 // HttpRequestParser: framing, limits and errors, and the same result however
 // the bytes are split across reads.
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 #include <gtest/gtest.h>
 

@@ -39,10 +39,11 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
-#include "httplib_client.h"  // httplib with the ABI macros of Debian's build
-#include "neardup/engine.h"
-#include "neardup/local_engine.h"
+#include "http/http_server.h"
+#include "util/httplib_client.h"  // httplib with the ABI macros of Debian's build
+#include "neardup/engine/engine.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
 
 namespace neardup {
 namespace {

@@ -2,7 +2,7 @@
 // raw sockets: pipelining, reads split into single bytes, 100-continue,
 // HTTP/1.0, transport errors, many connections at once, a client that leaves
 // mid-request, and a stop with requests in flight.
-#include "http_server.h"
+#include "http/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,8 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "neardup/local_engine.h"
-#include "raw_socket.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
+#include "util/raw_socket.h"
 
 namespace neardup {
 namespace {

@@ -1,5 +1,5 @@
 // IdfTable: formula, build, file format (docs/fingerprint.md, "IDF").
-#include "neardup/idf.h"
+#include "neardup/text/idf.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "neardup/fingerprint.h"
+#include "neardup/text/fingerprint.h"
 
 namespace neardup {
 namespace {

@@ -7,9 +7,9 @@
 #include <map>
 #include <random>
 
-#include "neardup/brute_force_index.h"
-#include "neardup/index_io.h"
-#include "neardup/multi_index.h"
+#include "neardup/index/brute_force_index.h"
+#include "neardup/index/index_io.h"
+#include "neardup/index/multi_index.h"
 
 namespace neardup {
 namespace {

@@ -1,5 +1,5 @@
 // JSONL record parsing and batch reading (src/jsonl.h).
-#include "jsonl.h"
+#include "io/jsonl.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 // The local engine with a real RocksDB store in a temp directory.
-#include "neardup/local_engine.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "neardup/fingerprint.h"
+#include "neardup/text/fingerprint.h"
 
 namespace neardup {
 namespace {

@@ -1,11 +1,11 @@
-#include "neardup/near_dup_set.h"
+#include "neardup/dedup/near_dup_set.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "neardup/fingerprint.h"
+#include "neardup/text/fingerprint.h"
 
 namespace neardup {
 namespace {

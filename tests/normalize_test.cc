@@ -1,5 +1,5 @@
 // Normalization rules (docs/fingerprint.md, "Decoding" and "Normalization").
-#include "normalize.h"
+#include "text/normalize.h"
 
 #include <gtest/gtest.h>
 #include <unicode/ustring.h>

@@ -3,7 +3,7 @@
 // migration, ASK during one, TRYAGAIN and CLUSTERDOWN retried. Migrations are
 // done by hand with CLUSTER SETSLOT IMPORTING/MIGRATING + MIGRATE. Each test
 // uses its own hash tags (slots), so the tests may share one cluster.
-#include "redis_cluster.h"
+#include "redis/redis_cluster.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "redis_test_cluster.h"
+#include "util/redis_test_cluster.h"
 
 namespace neardup {
 namespace {

@@ -5,7 +5,7 @@
 // abandoned mid-way (a crashed instance) and retried elsewhere; also for
 // short texts that only the re-check policy's anchors or its short-text
 // radius pair up.
-#include "neardup/redis_engine.h"
+#include "neardup/redis/redis_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +17,8 @@
 #include <set>
 #include <thread>
 
-#include "neardup/fingerprint.h"
-#include "redis_test_cluster.h"
+#include "neardup/text/fingerprint.h"
+#include "util/redis_test_cluster.h"
 
 namespace neardup {
 namespace {

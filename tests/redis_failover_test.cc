@@ -15,9 +15,9 @@
 #include <set>
 #include <thread>
 
-#include "neardup/redis_engine.h"
-#include "redis_cluster.h"
-#include "redis_test_cluster.h"
+#include "neardup/redis/redis_engine.h"
+#include "redis/redis_cluster.h"
+#include "util/redis_test_cluster.h"
 
 namespace neardup {
 namespace {

@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "neardup/fingerprint.h"
-#include "neardup/local_engine.h"
-#include "neardup/redis_engine.h"
-#include "redis_cluster.h"
-#include "redis_test_cluster.h"
+#include "neardup/text/fingerprint.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
+#include "neardup/redis/redis_engine.h"
+#include "redis/redis_cluster.h"
+#include "util/redis_test_cluster.h"
 
 namespace neardup {
 namespace {

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "neardup/rocks_store.h"
+#include "neardup/store/rocks_store.h"
 
 extern char** environ;
 

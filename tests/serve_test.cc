@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
-#include "httplib_client.h"  // httplib with the ABI macros of Debian's build
-#include "raw_socket.h"
+#include "http/http_server.h"
+#include "util/httplib_client.h"  // httplib with the ABI macros of Debian's build
+#include "util/raw_socket.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The re-check signature (include/neardup/similarity.h) and the length-aware
 // policy of NearDupSet that uses it (include/neardup/near_dup_set.h).
-#include "neardup/similarity.h"
+#include "neardup/text/similarity.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "neardup/dedup.h"
-#include "neardup/fingerprint.h"
-#include "neardup/near_dup_set.h"
+#include "neardup/dedup/dedup.h"
+#include "neardup/text/fingerprint.h"
+#include "neardup/dedup/near_dup_set.h"
 
 namespace neardup {
 namespace {

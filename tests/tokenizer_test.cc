@@ -1,5 +1,5 @@
 // Tokenization rules (docs/fingerprint.md, "Tokenization", "Features").
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "normalize.h"
+#include "text/normalize.h"
 
 namespace neardup::internal {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "neardup/dedup.h"
+#include "neardup/dedup/dedup.h"
 
 namespace neardup::cli {
 namespace {

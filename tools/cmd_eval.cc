@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "neardup/dedup.h"
-#include "neardup/similarity.h"
+#include "neardup/dedup/dedup.h"
+#include "neardup/text/similarity.h"
 
 namespace neardup::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "neardup/dedup.h"  // ParallelFor
+#include "neardup/dedup/dedup.h"  // ParallelFor
 
 namespace neardup::cli {
 namespace {

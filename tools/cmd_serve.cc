@@ -28,10 +28,11 @@
 #include <vector>
 
 #include "commands.h"
-#include "http_server.h"
-#include "neardup/engine.h"
-#include "neardup/local_engine.h"
-#include "neardup/redis_engine.h"
+#include "http/http_server.h"
+#include "neardup/engine/engine.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
+#include "neardup/redis/redis_engine.h"
 
 namespace neardup::cli {
 

@@ -16,11 +16,11 @@
 #include <string>
 #include <thread>
 
-#include "jsonl.h"
-#include "neardup/fingerprint.h"
-#include "neardup/idf.h"
-#include "neardup/near_dup_set.h"
-#include "neardup/status.h"
+#include "io/jsonl.h"
+#include "neardup/text/fingerprint.h"
+#include "neardup/text/idf.h"
+#include "neardup/dedup/near_dup_set.h"
+#include "neardup/util/status.h"
 
 namespace neardup::cli {
 
@@ -67,7 +67,11 @@ void AddDedupCommand(CLI::App& app, int* exit_code);
 void AddFingerprintCommand(CLI::App& app, int* exit_code);
 void AddDistanceCommand(CLI::App& app, int* exit_code);
 void AddIdfCommand(CLI::App& app, int* exit_code);
-void AddServeCommand(CLI::App& app, int* exit_code);  // tools/cmd_serve.cc
+void AddServeCommand(CLI::App& app, int* exit_code);  // tools/cmd_serve.cc (neardup-serve)
+// `neardup serve` in the batch program: listed in --help, run by ExecServe,
+// which replaces the process with neardup-serve (tools/serve_exec.cc).
+void AddServeStub(CLI::App& app);
+int ExecServe(int argc, char** argv);
 void AddEvalCommand(CLI::App& app, int* exit_code);   // tools/cmd_eval.cc
 
 // The re-check policy flags (--recheck, --short-threshold, ...), shared by

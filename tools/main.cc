@@ -9,6 +9,7 @@
 
 int main(int argc, char** argv) {
   using namespace neardup::cli;
+  if (argc >= 2 && std::string(argv[1]) == "serve") return ExecServe(argc, argv);
   const std::string version = std::string("neardup ") + kVersion + " (fingerprint scheme v" +
                               std::to_string(neardup::kSchemeVersion) + ")";
   CLI::App app{"neardup: near-duplicate text detection (64-bit simhash + exact Hamming index)",
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
   AddFingerprintCommand(app, &exit_code);
   AddDistanceCommand(app, &exit_code);
   AddIdfCommand(app, &exit_code);
-  AddServeCommand(app, &exit_code);
+  AddServeStub(app);
   AddEvalCommand(app, &exit_code);
   app.add_subcommand("version", "Print the version and exit")->callback([&] {
     std::printf("%s\n", version.c_str());

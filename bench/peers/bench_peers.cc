@@ -44,7 +44,7 @@
 #include <span>
 #include <stdexcept>
 
-#include "neardup/multi_index.h"
+#include "neardup/index/multi_index.h"
 #include "peers_common.h"
 
 using namespace peers;

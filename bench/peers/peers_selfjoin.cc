@@ -23,7 +23,7 @@
 #include <memory>
 #include <span>
 
-#include "neardup/multi_index.h"
+#include "neardup/index/multi_index.h"
 #include "peers_common.h"
 
 using namespace peers;

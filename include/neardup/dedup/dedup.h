@@ -1,0 +1,142 @@
+// Deduplicator: streaming, deterministic, first-wins near-duplicate removal.
+//
+// Documents are numbered 0, 1, 2, ... in the order they are given (across all
+// batches: the "sequence number") and decided strictly in that order:
+//
+//  1. Exact fast path (exact_fast_path): if the document's content_hash (hash
+//     of the normalized text) equals that of a kept document, it is a
+//     duplicate of the first such kept document (distance 0, exact = true).
+//  2. A document without features (empty, whitespace- or punctuation-only
+//     text) is only ever matched by content_hash equality, whatever
+//     exact_fast_path says: all such documents with the same normalized text
+//     collapse to the first one, and they never match (or are matched by)
+//     anything by fingerprint.
+//  3. Otherwise the kept documents within Hamming distance k of its
+//     fingerprint are the candidates. If there is any, it is a duplicate of
+//     the nearest (smallest distance, then smallest sequence number); exact
+//     is true when that document also has the same content_hash.
+//     With the re-check (options.recheck, on by default) short texts search
+//     a wider radius and their candidates must pass a similarity check, and
+//     the most similar accepted candidate wins: see NearDupSet
+//     (near_dup_set.h), which holds the rule for the batch job and the
+//     service alike.
+//  4. Otherwise it is kept: added to the index under DocId = sequence number.
+//
+// A duplicate is never added to the index, so chains do not form: every
+// duplicate points at a kept document. Decisions depend only on the input
+// order, never on the number of threads or the batch boundaries.
+//
+// Thread-safety: a Deduplicator is not thread-safe; ProcessBatch uses its own
+// worker threads internally. Distinct Deduplicators are independent.
+#ifndef NEARDUP_DEDUP_H_
+#define NEARDUP_DEDUP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "neardup/text/fingerprint.h"
+#include "neardup/index/hamming_index.h"
+#include "neardup/index/multi_index.h"
+#include "neardup/dedup/near_dup_set.h"
+#include "neardup/util/parallel.h"
+#include "neardup/util/status.h"
+
+namespace neardup {
+
+struct DedupOptions {
+  // Largest Hamming distance (inclusive) at which two documents are
+  // near-duplicates; 0..kMaxSupportedK.
+  int k = 3;
+  FingerprintOptions fingerprint;
+  // Options of the MultiIndex over kept documents; expected_k is overridden
+  // with k.
+  MultiIndexOptions index;
+  // Check content_hash equality before searching the index. Decisions are
+  // the same either way (kept documents are pairwise more than k apart, so
+  // an exact repeat's only distance-0 candidate is its original); turning it
+  // off just costs an index search per exact repeat. Texts without features
+  // are always matched by content_hash.
+  bool exact_fast_path = true;
+  // The length-aware re-check of short texts (near_dup_set.h,
+  // docs/ACCURACY.md); recheck.enabled = false gives the plain rule above.
+  RecheckOptions recheck;
+};
+
+struct DedupDecision {
+  bool duplicate = false;
+  // Sequence number (0-based input order) of the kept document this one
+  // duplicates; meaningful only when duplicate is true.
+  uint64_t duplicate_of = 0;
+  int distance = 0;           // Hamming distance to duplicate_of's fingerprint
+  bool exact = false;         // content_hash equals duplicate_of's
+  bool has_features = false;  // the text yielded at least one feature
+  // Estimated similarity to duplicate_of (DuplicateMatch::similarity);
+  // meaningful only when duplicate is true.
+  double similarity = 0;
+  friend bool operator==(const DedupDecision&, const DedupDecision&) = default;
+};
+
+struct DedupStats {
+  uint64_t documents = 0;         // decided so far
+  uint64_t kept = 0;
+  uint64_t exact_duplicates = 0;  // duplicates with exact = true
+  uint64_t near_duplicates = 0;   // duplicates with exact = false
+  uint64_t without_features = 0;  // documents whose text had no features
+  uint64_t invalid_utf8 = 0;      // invalid byte sequences replaced (sum)
+  uint64_t duplicates() const { return exact_duplicates + near_duplicates; }
+};
+
+class Deduplicator {
+ public:
+  // kInvalidArgument for k outside [0, kMaxSupportedK] or bad fingerprint /
+  // index options.
+  static Result<std::unique_ptr<Deduplicator>> Create(const DedupOptions& options);
+
+  Deduplicator(const Deduplicator&) = delete;
+  Deduplicator& operator=(const Deduplicator&) = delete;
+
+  // Analyzes `texts` on up to `threads` threads (<= 1: the calling thread),
+  // then decides them in order. texts[i] gets sequence number
+  // next_sequence() + i (as of the call) and (*out)[i] its decision; *out is
+  // resized to texts.size(). Results are identical for any thread count.
+  Status ProcessBatch(std::span<const std::string_view> texts, std::vector<DedupDecision>* out,
+                      int threads);
+
+  // Decides one already-analyzed document (the sequential half of
+  // ProcessBatch), giving it the next sequence number. Lets callers that
+  // fingerprint elsewhere, and tests, drive the decision rule directly.
+  Result<DedupDecision> ProcessSignature(const DocSignature& doc);
+
+  // The signature ProcessBatch would decide for `text`.
+  DocSignature Signature(std::string_view text) const;
+
+  uint64_t next_sequence() const { return next_sequence_; }
+  const DedupStats& stats() const { return stats_; }
+  const DedupOptions& options() const { return options_; }
+  const Fingerprinter& fingerprinter() const { return fingerprinter_; }
+  uint64_t scheme_id() const { return fingerprinter_.scheme_id(); }
+  // Fingerprints of the kept documents that have features, keyed by their
+  // sequence numbers.
+  const HammingIndex& index() const { return set_->index(); }
+
+ private:
+  Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set);
+
+  DedupOptions options_;
+  Fingerprinter fingerprinter_;
+  // The kept documents, keyed by sequence number; holds the decision rule.
+  std::unique_ptr<NearDupSet> set_;
+  uint64_t next_sequence_ = 0;
+  DedupStats stats_;
+  std::vector<DocSignature> sigs_;  // scratch
+};
+
+}  // namespace neardup
+
+#endif  // NEARDUP_DEDUP_H_

@@ -1,0 +1,115 @@
+// NearDupSet: the kept documents of one stream (the batch job) or one
+// namespace (the service), and the rule that decides whether a new document
+// duplicates one of them. The batch Deduplicator and the service's namespaces
+// both decide through this class, so the policy is written once.
+//
+// The rule, for a document with signature `doc` (docs/ACCURACY.md):
+//  1. Exact: a kept document with the same content_hash (hash of the
+//     normalized text) is a duplicate at distance 0 (exact = true,
+//     similarity = 1). Texts without features are matched this way only,
+//     never by fingerprint.
+//  2. Candidates: the kept documents within Hamming distance r of its
+//     fingerprint, where r = max(k, short_k) for a short query (normalized
+//     text of at most short_max_chars code points) and r = k otherwise; and
+//     the kept documents that share one of its anchors (similarity.h).
+//  3. Re-check (DecidePair(), below): a candidate pair of two long texts
+//     within k is a duplicate. Any other pair is a duplicate iff the
+//     estimated Jaccard similarity of their character shingles is at least
+//     min_similarity (min_similarity_small when the smaller text has fewer
+//     than small_text_shingles shingles); a pair whose distinct shingle
+//     counts alone rule that out (|A| < threshold * |B|: the true Jaccard
+//     is at most |A| / |B|) is rejected without an estimate, so sampling
+//     noise cannot accept it. A pair with a sketch missing on
+//     either side (a signature made without text, a document stored before
+//     sketches existed, or a kept text longer than sketch_max_chars) is a
+//     duplicate iff its distance is at most k.
+//  4. The best of the accepted candidates is the most similar one (then the
+//     nearest, then the smallest id).
+// With recheck.enabled = false the rule is the plain one: every fingerprint
+// candidate within k is a duplicate, nearest first, then smallest id.
+//
+// Ids are chosen by the caller (the batch job uses input sequence numbers;
+// the service its internal document numbers), must be unique and below
+// UINT64_MAX (the tables' empty mark).
+//
+// Thread-safety: const methods may run concurrently; Insert/Remove/set_k/
+// SetPolicy need exclusive access (the service holds its namespace lock).
+#ifndef NEARDUP_NEAR_DUP_SET_H_
+#define NEARDUP_NEAR_DUP_SET_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "neardup/dedup/pair_rule.h"
+#include "neardup/dedup/signature.h"
+#include "neardup/index/hamming_index.h"
+#include "neardup/index/multi_index.h"
+#include "neardup/util/status.h"
+
+namespace neardup {
+
+class NearDupSet {
+ public:
+  // kInvalidArgument for k out of range or bad index options.
+  static Result<std::unique_ptr<NearDupSet>> Create(const NearDupOptions& options);
+
+  NearDupSet(const NearDupSet&) = delete;
+  NearDupSet& operator=(const NearDupSet&) = delete;
+  ~NearDupSet();
+
+  // The kept document `doc` duplicates, or nullopt. When `all` is given it
+  // receives every accepted match, best first (best == (*all)[0]).
+  Status FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
+                       std::vector<DuplicateMatch>* all = nullptr) const;
+
+  // Adds a kept document. kAlreadyExists if `id` is present.
+  Status Insert(DocId id, const DocSignature& doc);
+  // Removes a kept document (its content_hash, fingerprint and has_features
+  // as inserted; the sketch is not needed). False if absent.
+  bool Remove(DocId id, const DocSignature& doc);
+
+  // Changes the radius of later searches (0..kMaxSupportedK); the index
+  // serves any k, so nothing is rebuilt. Needs exclusive access.
+  Status set_k(int k);
+  // Changes the re-check policy of later searches (sketch_max_chars must be
+  // unchanged: kFailedPrecondition). kInvalidArgument for out-of-range
+  // values. Needs exclusive access.
+  Status SetPolicy(const RecheckOptions& recheck);
+  // kInvalidArgument unless k and every policy field are in range.
+  static Status ValidateOptions(const NearDupOptions& options);
+
+  size_t size() const { return size_; }
+  // Kept documents whose sketch is held for re-checks.
+  size_t sketches() const;
+  // Index, exact-match table, kept sketches and anchor table.
+  size_t MemoryBytes() const;
+  const NearDupOptions& options() const { return options_; }
+  const HammingIndex& index() const { return *index_; }
+
+ private:
+  NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index);
+  // Whether a fingerprint candidate is a real duplicate (re-check stage);
+  // fills the match's similarity.
+  // `rec` is the candidate's sketch record (null: none kept).
+  bool Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec, DuplicateMatch* match) const;
+  // Every kept id whose content_hash is this (usually none or one).
+  void ExactMatches(uint64_t content_hash, std::vector<DocId>* ids) const;
+  bool IsShort(uint32_t num_chars) const { return IsShortText(options_.recheck, num_chars); }
+  int SearchRadius(const DocSignature& doc) const;
+  bool KeepsSketch(const DocSignature& doc) const;
+
+  NearDupOptions options_;
+  std::unique_ptr<HammingIndex> index_;
+  // The exact-match table (content_hash -> ids), the kept sketch records and
+  // the anchor table (near_dup_set.cc): flat tables that grow in small
+  // pieces, so no insert stalls the namespace for a whole-table rehash.
+  class Tables;
+  std::unique_ptr<Tables> t_;
+  size_t size_ = 0;
+};
+
+}  // namespace neardup
+
+#endif  // NEARDUP_NEAR_DUP_SET_H_

@@ -1,0 +1,138 @@
+// The pair rule: whether two documents found as candidates are
+// near-duplicates, and which of several accepted matches ranks first. The
+// rule is stated in near_dup_set.h (steps 3 and 4); NearDupSet and the Redis
+// Cluster store both decide and rank through these functions, so the policy
+// is written once.
+//
+// Thread-safety: plain values and pure functions.
+#ifndef NEARDUP_DEDUP_PAIR_RULE_H_
+#define NEARDUP_DEDUP_PAIR_RULE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "neardup/dedup/signature.h"
+#include "neardup/index/multi_index.h"
+
+namespace neardup {
+
+// The length-aware re-check policy (docs/ACCURACY.md). Tunable per
+// namespace: every field but sketch_max_chars may be changed later with
+// NearDupSet::SetPolicy().
+struct RecheckOptions {
+  // Off: the plain rule (every fingerprint candidate within k is a
+  // duplicate; no anchors, no re-check).
+  bool enabled = true;
+  // A text is short when its normalized text has at most this many code
+  // points. A pair involving a short text is always re-checked.
+  int short_max_chars = 200;
+  // Fingerprint search radius for short texts, 0..kMaxSupportedK (at least k
+  // is used). 3 (= k): on the dev set the anchors find every near-duplicate
+  // that a radius of 8 adds (F1 equal to 4 decimals in every bucket), and the
+  // radius-8 search was most of a short text's decision cost in a large
+  // index (docs/ACCURACY.md). Wider radii remain available per namespace.
+  int short_k = 3;
+  // Anchor keys per document (0..kAnchorCount; 0 = fingerprint candidates
+  // only): candidates are also the kept documents sharing one of the
+  // document's first `anchors` anchors (similarity.h) that are not stop keys.
+  int anchors = 8;
+  // An anchor under which more than this many kept documents were added
+  // becomes a stop key: too common to point at near-duplicates. Bounds the
+  // candidates per query by anchors * anchor_max_postings.
+  int anchor_max_postings = 16;
+  // A re-checked pair is a duplicate when the estimated Jaccard similarity of
+  // its shingle sets is at least min_similarity, or min_similarity_small
+  // when the smaller text has fewer than small_text_shingles shingles (an
+  // edit changes 2-4 shingles, a large share of a tiny text's).
+  double min_similarity = 0.5;
+  double min_similarity_small = 0.35;
+  int small_text_shingles = 40;
+  // Kept documents whose normalized text has at most this many code points
+  // keep their sketch (and anchors) in memory; the others are matched by
+  // fingerprint distance <= k only. Fixed at NearDupSet::Create().
+  int sketch_max_chars = 1 << 30;
+};
+
+struct NearDupOptions {
+  // Largest Hamming distance (inclusive) of a near-duplicate between long
+  // texts (and of any pair when the re-check is off); 0..kMaxSupportedK.
+  int k = 3;
+  MultiIndexOptions index;  // expected_k is overridden with the largest radius
+  // Check content_hash equality before searching the index. Off only costs an
+  // index search per exact repeat (and loses nothing for texts with features).
+  bool exact_fast_path = true;
+  RecheckOptions recheck;
+};
+
+struct DuplicateMatch {
+  DocId id = 0;        // the kept document
+  int distance = 0;    // Hamming distance of the fingerprints
+  bool exact = false;  // equal content_hash
+  // Estimated Jaccard similarity (0..1) of the two texts' character-shingle
+  // sets (similarity.h): 1 for an exact match. When a sketch is missing on
+  // either side (a long kept text, whose sketch is not kept, or a legacy
+  // document) it is estimated from the fingerprint distance instead:
+  // c / (2 - c) with c = cos(pi * distance / 64), and rechecked is false.
+  double similarity = 0;
+  bool rechecked = false;  // similarity came from the sketches
+  // Equality compares the decision (which document, how far, exact); the
+  // similarity is a derived score.
+  friend bool operator==(const DuplicateMatch& a, const DuplicateMatch& b) {
+    return a.id == b.id && a.distance == b.distance && a.exact == b.exact;
+  }
+};
+
+// The similarity estimate that DuplicateMatch falls back to without sketches.
+double SimilarityFromDistance(int distance);
+
+// One document of a candidate pair, as the pair rule sees it: its length and
+// its sketch values (borrowed, ascending). num_shingles == 0 or no values
+// means "no sketch" (a legacy document, or a text kept without its sketch).
+struct PairSide {
+  uint32_t num_chars = 0;
+  const uint32_t* mins = nullptr;
+  size_t num_mins = 0;
+  uint32_t num_shingles = 0;
+  bool has_sketch() const { return num_shingles != 0; }
+  static PairSide Of(const DocSignature& sig) {
+    return PairSide{sig.num_chars, sig.sketch.mins.data(), sig.sketch.mins.size(), sig.sketch.num_shingles};
+  }
+};
+
+struct PairDecision {
+  bool duplicate = false;
+  double similarity = 0;   // as DuplicateMatch::similarity
+  bool rechecked = false;  // similarity came from the sketches
+};
+
+// The pair rule (step 3 above) for two candidates `distance` bits apart,
+// whatever found them (fingerprint radius, anchor, or a store's bucket).
+// NearDupSet and the Redis Cluster store both decide through it, so the rule
+// is written once. Symmetric: DecidePair(o, a, b, d) == DecidePair(o, b, a, d).
+// Pure (no state).
+PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const PairSide& b, int distance);
+
+// Whether a text of this many code points is short under `recheck`.
+inline bool IsShortText(const RecheckOptions& recheck, uint32_t num_chars) {
+  return num_chars <= static_cast<uint32_t>(recheck.short_max_chars);
+}
+
+// What orders two accepted matches of one query (step 4): the first
+// exact-text match, then (re-check on) the most similar, then the nearest,
+// then the smallest id (the oldest document).
+struct MatchRank {
+  bool first_exact = false;
+  double similarity = 0;
+  int distance = 0;
+  uint64_t id = 0;
+};
+// Whether a ranks before b; `by_similarity` = the re-check is on.
+inline bool RanksBefore(const MatchRank& a, const MatchRank& b, bool by_similarity) {
+  if (a.first_exact != b.first_exact) return a.first_exact;
+  if (by_similarity && a.similarity != b.similarity) return a.similarity > b.similarity;
+  return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
+}
+
+}  // namespace neardup
+
+#endif  // NEARDUP_DEDUP_PAIR_RULE_H_

@@ -1,0 +1,50 @@
+// RocksDB backend of DocumentStore: the embedded, durable default store of the
+// online service. Key layout, record format, durability modes and option
+// choices are described in docs/storage.md.
+//
+// Durability: with options.sync (the default) Apply(), PutNamespace() and
+// DeleteNamespace() fsync the write-ahead log before returning, so every write
+// they acknowledged survives a process kill and a power loss. Concurrent
+// synced writers share one fsync (RocksDB group commit). With sync = false an
+// acknowledged write survives a kill of the process but not an OS crash.
+//
+// Namespaces must not contain a \0 byte (kInvalidArgument); ids may hold any
+// bytes. DeleteNamespace() of an absent namespace is OK (idempotent).
+//
+// Thread-safety: every method may be called concurrently from any thread.
+// One process at a time may open a directory (RocksDB's LOCK file; a second
+// open fails with kIOError).
+#ifndef NEARDUP_ROCKS_STORE_H_
+#define NEARDUP_ROCKS_STORE_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "neardup/util/status.h"
+#include "neardup/engine/local_engine.h"
+#include "neardup/engine/store.h"
+
+namespace neardup {
+
+struct RocksStoreOptions {
+  bool sync = true;              // fsync the WAL before a write returns (docs/storage.md)
+  bool create_if_missing = true;  // else a missing store is kNotFound
+  size_t block_cache_bytes = 64 << 20;  // LRU cache of data, index and filter blocks
+};
+
+// Opens (or creates) the store in directory `dir`. Errors: kNotFound if the
+// store is missing and !create_if_missing, kFailedPrecondition for a store of
+// an unknown format version or a RocksDB directory that is not a neardup
+// store, kIOError / kCorruption from RocksDB.
+Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir,
+                                                      const RocksStoreOptions& options = {});
+
+// The embedded engine: opens (or creates) the RocksDB store in
+// options.data_dir (sync = options.sync) and a LocalEngine over it
+// (local_engine.h has its errors).
+Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_ROCKS_STORE_H_

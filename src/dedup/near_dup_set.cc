@@ -1,0 +1,544 @@
+#include "neardup/dedup/near_dup_set.h"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "util/hash.h"
+#include "util/segmented_table.h"
+
+namespace neardup {
+
+// The tables' classes are named per file (not anonymous: NearDupSet::Tables
+// holds them).
+namespace near_dup_set_internal {
+
+// ---- AnchorTable -------------------------------------------------------------
+// anchor (u32) -> kept document ids. Most anchors are held by one document,
+// whose id is stored in the slot itself; more go to a side list. A key that
+// receives more than `cap` documents becomes a stop key for good (its list
+// is freed).
+class AnchorTable {
+ public:
+  bool IsStop(uint32_t key) const {
+    const Slot* s = Find(key);
+    return s != nullptr && s->n == kStop;
+  }
+
+  void Prefetch(uint32_t key) const { table_.Prefetch(Murmur3Fmix64(key)); }
+
+  // Appends the ids under key to *out; false (and nothing) for a stop key.
+  bool Collect(uint32_t key, std::vector<DocId>* out) const {
+    const Slot* s = Find(key);
+    if (s == nullptr) return true;
+    if (s->n == kStop) return false;
+    if (s->n == 1) {
+      out->push_back(s->v);
+    } else {
+      const auto& l = lists_[s->v];
+      out->insert(out->end(), l.begin(), l.end());
+    }
+    return true;
+  }
+
+  void Add(uint32_t key, DocId id, uint32_t cap) {
+    Slot* s = Find(key);
+    if (s == nullptr) {
+      s = table_.Insert(Murmur3Fmix64(key), Slot{key, 1, id});
+      if (cap == 0) MakeStop(s);
+      return;
+    }
+    if (s->n == kStop) return;
+    if (s->n + 1 > cap) {
+      MakeStop(s);
+      return;
+    }
+    if (s->n == 1) {
+      const uint64_t list = NewList();
+      lists_[list].push_back(s->v);
+      s->v = list;
+    }
+    lists_[s->v].push_back(id);
+    ++s->n;
+  }
+
+  void Remove(uint32_t key, DocId id) {
+    Slot* s = Find(key);
+    if (s == nullptr || s->n == kStop) return;
+    if (s->n == 1) {
+      if (s->v == id) table_.Erase(s);
+      return;
+    }
+    auto& l = lists_[s->v];
+    auto it = std::find(l.begin(), l.end(), id);
+    if (it == l.end()) return;
+    l.erase(it);
+    if (--s->n == 1) {
+      const DocId last = l[0];
+      FreeList(s->v);
+      s->v = last;
+    }
+  }
+
+  size_t MemoryBytes() const {
+    size_t bytes = table_.MemoryBytes() + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t);
+    for (const auto& l : lists_) bytes += l.capacity() * sizeof(DocId);
+    return bytes;
+  }
+
+ private:
+  static constexpr uint32_t kStop = UINT32_MAX;
+  struct Slot {
+    uint32_t key = 0;
+    uint32_t n = 0;  // 0: empty; kStop: stop key; 1: v is the id; else v indexes lists_
+    uint64_t v = 0;
+  };
+  struct Ops {
+    static uint64_t Hash(const Slot& s) { return Murmur3Fmix64(s.key); }
+    static bool Empty(const Slot& s) { return s.n == 0; }
+  };
+
+  const Slot* Find(uint32_t key) const {
+    return table_.Find(Murmur3Fmix64(key), [key](const Slot& s) { return s.key == key; });
+  }
+  Slot* Find(uint32_t key) {
+    return table_.Find(Murmur3Fmix64(key), [key](const Slot& s) { return s.key == key; });
+  }
+
+  void MakeStop(Slot* s) {
+    if (s->n >= 2 && s->n != kStop) FreeList(s->v);
+    s->n = kStop;
+    s->v = 0;
+  }
+
+  uint64_t NewList() {
+    if (!free_.empty()) {
+      const uint64_t l = free_.back();
+      free_.pop_back();
+      return l;
+    }
+    lists_.emplace_back();
+    return lists_.size() - 1;
+  }
+  void FreeList(uint64_t l) {
+    std::vector<DocId>().swap(lists_[l]);
+    free_.push_back(l);
+  }
+
+  internal::SegmentedTable<Slot, Ops> table_;
+  // A deque: growing it never moves the lists already there (a vector's
+  // doubling copied millions of them at once).
+  std::deque<std::vector<DocId>> lists_;
+  std::vector<uint64_t> free_;
+};
+
+// ---- SketchArena ----------------------------------------------------------------
+// The kept documents' sketch records, appended to fixed-size chunks. A
+// record never moves while its chunk is more than half live; below that the
+// chunk's live records move to the tail and the chunk is freed, so memory
+// follows the live records under a retention window's steady removals while
+// no step copies more than one chunk (a single growing vector copied every
+// record, gigabytes at 10M documents, whenever it doubled or was compacted).
+class SketchArena {
+ public:
+  static constexpr int kChunkBits = 16;
+  static constexpr size_t kChunkWords = size_t{1} << kChunkBits;  // 256 KiB
+
+  // Copies a record of n (<= kChunkWords) words; returns its offset.
+  uint64_t Append(const uint32_t* rec, size_t n) {
+    if (chunks_.empty() || tail_end() + n > kChunkWords) NewTail();
+    Chunk& c = chunks_[tail_];
+    const uint64_t offset = (uint64_t{tail_} << kChunkBits) | c.end;
+    std::copy(rec, rec + n, c.words.get() + c.end);
+    c.end += n;
+    c.live += n;
+    return offset;
+  }
+  const uint32_t* At(uint64_t offset) const {
+    return chunks_[offset >> kChunkBits].words.get() + (offset & (kChunkWords - 1));
+  }
+  void Prefetch(uint64_t offset) const {
+    const uint32_t* p = At(offset);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 16);
+  }
+
+  // The record at offset (n words) is dead. Returns the chunk to evacuate
+  // (more than half dead, not the tail), or -1.
+  int64_t Release(uint64_t offset, size_t n) {
+    const uint64_t c = offset >> kChunkBits;
+    chunks_[c].live -= n;
+    return c != tail_ && chunks_[c].live * 2 < kChunkWords ? static_cast<int64_t>(c) : -1;
+  }
+  // Calls fn(offset, record) for each record ever appended to chunk c (dead
+  // ones included: the caller tells them apart), then frees the chunk.
+  template <typename SizeOf, typename Fn>
+  void Evacuate(uint64_t c, SizeOf&& size_of, Fn&& fn) {
+    const size_t end = chunks_[c].end;
+    // c is not the tail, so fn's appends go elsewhere; it is reusable only
+    // afterwards (an old offset must never name a moved record).
+    for (size_t i = 0; i < end;) {
+      const uint32_t* rec = chunks_[c].words.get() + i;
+      const size_t n = size_of(rec);
+      fn((c << kChunkBits) | i, rec);
+      i += n;
+    }
+    chunks_[c] = Chunk{};
+    free_.push_back(c);
+  }
+
+  size_t MemoryBytes() const {
+    return chunks_.capacity() * sizeof(Chunk) + (chunks_.size() - free_.size()) * kChunkWords * sizeof(uint32_t) +
+           free_.capacity() * sizeof(uint64_t);
+  }
+
+ private:
+  struct Chunk {
+    std::unique_ptr<uint32_t[]> words;
+    size_t end = 0;   // words appended
+    size_t live = 0;  // words of records not released
+  };
+  size_t tail_end() const { return chunks_[tail_].end; }
+  void NewTail() {
+    if (!free_.empty()) {
+      tail_ = free_.back();
+      free_.pop_back();
+    } else {
+      tail_ = chunks_.size();
+      chunks_.emplace_back();
+    }
+    chunks_[tail_].words = std::make_unique_for_overwrite<uint32_t[]>(kChunkWords);
+  }
+
+  std::vector<Chunk> chunks_;
+  uint64_t tail_ = 0;
+  std::vector<uint64_t> free_;  // chunks freed by evacuation, reused first
+};
+
+// 64-bit key -> 64-bit value slots (value UINT64_MAX: empty); a key may
+// repeat (the exact-match table is a multimap).
+using KeyValueSlot = internal::KeyValueSlot;
+struct KeyValueOps {
+  static uint64_t Hash(const KeyValueSlot& s) { return Murmur3Fmix64(s.key); }
+  static bool Empty(const KeyValueSlot& s) { return s.value == KeyValueSlot::kEmptyValue; }
+};
+using KeyValueTable = internal::SegmentedTable<KeyValueSlot, KeyValueOps>;
+
+}  // namespace near_dup_set_internal
+using namespace near_dup_set_internal;
+
+class NearDupSet::Tables {
+ public:
+  KeyValueTable by_hash;      // content_hash -> kept id
+  KeyValueTable sketch_slot;  // kept id -> offset of its record in `arena`
+  SketchArena arena;
+  AnchorTable anchors;
+
+  // The slot of a kept id's sketch record, or null.
+  KeyValueSlot* SketchSlot(DocId id) {
+    return sketch_slot.Find(Murmur3Fmix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
+  }
+  const uint32_t* SketchRecord(DocId id) const {
+    const KeyValueSlot* s = const_cast<Tables*>(this)->SketchSlot(id);
+    return s == nullptr ? nullptr : arena.At(s->value);
+  }
+};
+
+namespace {
+
+Status ValidateRecheck(const RecheckOptions& r) {
+  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
+  if (r.short_k < 0 || r.short_k > kMaxSupportedK) {
+    return bad("short_k must be in [0, " + std::to_string(kMaxSupportedK) + "], got " + std::to_string(r.short_k));
+  }
+  if (r.short_max_chars < 0) return bad("short_max_chars must be >= 0");
+  if (r.sketch_max_chars < 0) return bad("sketch_max_chars must be >= 0");
+  if (r.anchors < 0 || r.anchors > static_cast<int>(kAnchorCount)) {
+    return bad("anchors must be in [0, " + std::to_string(kAnchorCount) + "]");
+  }
+  if (r.anchor_max_postings < 0) return bad("anchor_max_postings must be >= 0");
+  if (!(r.min_similarity >= 0 && r.min_similarity <= 1)) return bad("min_similarity must be in [0, 1]");
+  if (!(r.min_similarity_small >= 0 && r.min_similarity_small <= 1)) {
+    return bad("min_similarity_small must be in [0, 1]");
+  }
+  if (r.small_text_shingles < 0) return bad("small_text_shingles must be >= 0");
+  return Status::OK();
+}
+
+int LargestRadius(const NearDupOptions& o) { return o.recheck.enabled ? std::max(o.k, o.recheck.short_k) : o.k; }
+
+// Record layout in the sketch arena.
+// [id low, id high, num_chars, num_shingles, fp low, fp high, n, a, mins[n],
+// anchors[a]]: a is the number of anchors the document was added under (for
+// Remove); the id lets a chunk's evacuation find the record's slot.
+constexpr size_t kRecIdLo = 0, kRecIdHi = 1, kRecChars = 2, kRecShingles = 3, kRecFpLo = 4, kRecFpHi = 5,
+                 kRecCount = 6, kRecAnchors = 7, kRecHeader = 8;
+constexpr size_t kMaxRecordWords = kRecHeader + kSketchSize + kAnchorCount;
+
+size_t RecordSize(const uint32_t* rec) { return kRecHeader + rec[kRecCount] + rec[kRecAnchors]; }
+
+// The exact match is listed apart (first); the others rank by the pair rule.
+MatchRank RankOf(const DuplicateMatch& m) { return MatchRank{false, m.similarity, m.distance, m.id}; }
+
+}  // namespace
+
+// ---- NearDupSet -------------------------------------------------------------------
+
+Status NearDupSet::ValidateOptions(const NearDupOptions& o) {
+  if (o.k < 0 || o.k > kMaxSupportedK) {
+    return Status::InvalidArgument("k must be in [0, " + std::to_string(kMaxSupportedK) + "], got " +
+                                   std::to_string(o.k));
+  }
+  return ValidateRecheck(o.recheck);
+}
+
+Result<std::unique_ptr<NearDupSet>> NearDupSet::Create(const NearDupOptions& options) {
+  NEARDUP_RETURN_IF_ERROR(ValidateOptions(options));
+  MultiIndexOptions index_options = options.index;
+  index_options.expected_k = LargestRadius(options);
+  auto index = NewMultiIndex(index_options);
+  if (!index.ok()) return index.status();
+  return std::unique_ptr<NearDupSet>(new NearDupSet(options, std::move(index).value()));
+}
+
+NearDupSet::NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index)
+    : options_(options), index_(std::move(index)), t_(std::make_unique<Tables>()) {
+  options_.index.expected_k = LargestRadius(options_);
+}
+
+NearDupSet::~NearDupSet() = default;
+
+void NearDupSet::ExactMatches(uint64_t content_hash, std::vector<DocId>* ids) const {
+  ids->clear();
+  t_->by_hash.ForEachInRun(Murmur3Fmix64(content_hash), [&](const KeyValueSlot& s) {
+    if (s.key == content_hash) ids->push_back(s.value);
+  });
+}
+
+size_t NearDupSet::sketches() const { return t_->sketch_slot.size(); }
+
+int NearDupSet::SearchRadius(const DocSignature& doc) const {
+  if (options_.recheck.enabled && doc.has_sketch() && IsShort(doc.num_chars)) {
+    return std::min(std::max(options_.k, options_.recheck.short_k), index_->max_k());
+  }
+  return options_.k;
+}
+
+bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec,
+                        DuplicateMatch* match) const {
+  match->id = candidate.id;
+  match->distance = candidate.distance;
+  PairSide kept;
+  if (rec != nullptr) kept = PairSide{rec[kRecChars], rec + kRecHeader, rec[kRecCount], rec[kRecShingles]};
+  const PairDecision d = DecidePair(options_, PairSide::Of(doc), kept, candidate.distance);
+  match->similarity = d.similarity;
+  match->rechecked = d.rechecked;
+  return d.duplicate;
+}
+
+Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
+                                 std::vector<DuplicateMatch>* all) const {
+  best->reset();
+  if (all) all->clear();
+  const RecheckOptions& r = options_.recheck;
+  const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
+  const bool use_anchors = r.enabled && r.anchors > 0 && sketches;
+  // The anchor slots are random reads: request them all before the first.
+  if (use_anchors) {
+    for (uint32_t a : doc.sketch.anchors) t_->anchors.Prefetch(a);
+  }
+  thread_local std::vector<DocId> exact_ids;
+  ExactMatches(doc.content_hash, &exact_ids);
+  if (!exact_ids.empty() && (options_.exact_fast_path || !doc.has_features)) {
+    // Equal normalized text => equal fingerprint: nothing can be nearer, and
+    // the first kept copy of that text is the answer.
+    DuplicateMatch m;
+    m.id = *std::min_element(exact_ids.begin(), exact_ids.end());
+    m.distance = 0;
+    m.exact = true;
+    m.similarity = 1.0;
+    m.rechecked = doc.has_sketch();
+    *best = m;
+    if (all) all->push_back(m);
+    if (!all) return Status::OK();
+  }
+  if (!doc.has_features) return Status::OK();
+  thread_local std::vector<Match> candidates;
+  NEARDUP_RETURN_IF_ERROR(index_->Search(doc.fingerprint, SearchRadius(doc), &candidates));
+  // (candidate, its sketch record or null), ordered by distance, then id.
+  thread_local std::vector<std::pair<Match, const uint32_t*>> checked;
+  checked.clear();
+  for (const Match& c : candidates) checked.emplace_back(c, sketches ? t_->SketchRecord(c.id) : nullptr);
+  if (use_anchors) {
+    // Kept documents sharing an anchor, not already found by fingerprint.
+    thread_local std::vector<DocId> ids;
+    ids.clear();
+    int probed = 0;
+    for (uint32_t a : doc.sketch.anchors) {
+      if (probed == r.anchors) break;
+      if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
+    }
+    if (!ids.empty()) {
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      const size_t found = checked.size();
+      size_t kept = 0;
+      for (DocId id : ids) {
+        bool listed = false;
+        for (size_t i = 0; i < found && !listed; ++i) listed = checked[i].first.id == id;
+        if (listed) continue;
+        ids[kept++] = id;
+        t_->sketch_slot.Prefetch(Murmur3Fmix64(id));
+      }
+      ids.resize(kept);
+      // Each candidate is two dependent random reads (its slot, then its
+      // record): one pass per level, so the misses of a level overlap.
+      for (DocId id : ids) {
+        const uint32_t* rec = t_->SketchRecord(id);
+        if (rec == nullptr) continue;
+        // The header and the sketch values: up to 5 cache lines (reading
+        // the record's length first would wait for the first of them).
+        for (size_t w = 0; w < kRecHeader + kSketchSize; w += 16) __builtin_prefetch(rec + w);
+        checked.emplace_back(Match{id, 0, 0}, rec);
+      }
+      for (size_t i = found; i < checked.size(); ++i) {
+        const uint32_t* rec = checked[i].second;
+        const uint64_t fp = rec[kRecFpLo] | (uint64_t{rec[kRecFpHi]} << 32);
+        checked[i].first.fingerprint = fp;
+        checked[i].first.distance = HammingDistance(fp, doc.fingerprint);
+      }
+      if (checked.size() > found) {
+        std::sort(checked.begin(), checked.end(), [](const auto& a, const auto& b) {
+          return a.first.distance != b.first.distance ? a.first.distance < b.first.distance : a.first.id < b.first.id;
+        });
+      }
+    }
+  }
+  const size_t first_near = all ? all->size() : 0;
+  std::optional<DuplicateMatch> best_near;
+  for (const auto& [c, rec] : checked) {
+    if (best->has_value() && (*best)->id == c.id) continue;  // the exact match, already listed
+    DuplicateMatch m;
+    if (!Accept(doc, c, rec, &m)) continue;
+    m.exact = std::find(exact_ids.begin(), exact_ids.end(), c.id) != exact_ids.end();
+    if (m.exact) m.similarity = 1.0;
+    if (all) all->push_back(m);
+    if (!best_near || RanksBefore(RankOf(m), RankOf(*best_near), r.enabled)) best_near = m;
+    // Candidates come nearest first: without the re-check the first is best.
+    if (!r.enabled && !all) break;
+  }
+  if (all) {
+    std::sort(all->begin() + static_cast<std::ptrdiff_t>(first_near), all->end(),
+              [&](const DuplicateMatch& a, const DuplicateMatch& b) { return RanksBefore(RankOf(a), RankOf(b), r.enabled); });
+  }
+  if (!best->has_value()) *best = best_near;
+  return Status::OK();
+}
+
+bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
+  return doc.has_features && doc.has_sketch() &&
+         doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
+}
+
+Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
+  if (id == KeyValueSlot::kEmptyValue) return Status::InvalidArgument("id UINT64_MAX is reserved");
+  if (doc.has_features) {
+    NEARDUP_RETURN_IF_ERROR(index_->Add(doc.fingerprint, id));
+  } else {
+    // Featureless documents are not in the index; keep ids unique anyway.
+    thread_local std::vector<DocId> same;
+    ExactMatches(doc.content_hash, &same);
+    if (std::find(same.begin(), same.end(), id) != same.end()) {
+      return Status::AlreadyExists("id " + std::to_string(id) + " already kept");
+    }
+  }
+  t_->by_hash.Insert(Murmur3Fmix64(doc.content_hash), KeyValueSlot{doc.content_hash, id});
+  ++size_;
+  if (!KeepsSketch(doc)) return Status::OK();
+  const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
+  std::array<uint32_t, kMaxRecordWords> rec;
+  rec[kRecIdLo] = static_cast<uint32_t>(id);
+  rec[kRecIdHi] = static_cast<uint32_t>(id >> 32);
+  rec[kRecChars] = doc.num_chars;
+  rec[kRecShingles] = doc.sketch.num_shingles;
+  rec[kRecFpLo] = static_cast<uint32_t>(doc.fingerprint);
+  rec[kRecFpHi] = static_cast<uint32_t>(doc.fingerprint >> 32);
+  rec[kRecCount] = static_cast<uint32_t>(n);
+  std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec.begin() + kRecHeader);
+  // Anchors are indexed whatever the current policy says, so that a later
+  // SetPolicy() can turn them on: the first `anchors` non-stop ones (at
+  // least the default number).
+  const int m = std::max(options_.recheck.anchors, RecheckOptions{}.anchors);
+  const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
+  uint32_t added = 0;
+  for (uint32_t a : doc.sketch.anchors) {
+    if (added == static_cast<uint32_t>(m)) break;
+    if (t_->anchors.IsStop(a)) continue;
+    t_->anchors.Add(a, id, cap);
+    rec[kRecHeader + n + added] = a;
+    ++added;
+  }
+  rec[kRecAnchors] = added;
+  const uint64_t offset = t_->arena.Append(rec.data(), kRecHeader + n + added);
+  t_->sketch_slot.Insert(Murmur3Fmix64(id), KeyValueSlot{id, offset});
+  return Status::OK();
+}
+
+bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
+  KeyValueSlot* entry = t_->by_hash.Find(Murmur3Fmix64(doc.content_hash), [&](const KeyValueSlot& s) {
+    return s.key == doc.content_hash && s.value == id;
+  });
+  if (entry == nullptr) return false;
+  t_->by_hash.Erase(entry);
+  if (doc.has_features) index_->Remove(id);
+  if (KeyValueSlot* slot = t_->SketchSlot(id); slot != nullptr) {
+    const uint64_t offset = slot->value;
+    const uint32_t* rec = t_->arena.At(offset);
+    const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
+    for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Remove(anchors[i], id);
+    const int64_t evacuate = t_->arena.Release(offset, RecordSize(rec));
+    t_->sketch_slot.Erase(slot);
+    if (evacuate >= 0) {
+      // Move the chunk's live records (those their id's slot still points
+      // at) to the tail.
+      Tables& t = *t_;
+      t.arena.Evacuate(static_cast<uint64_t>(evacuate), RecordSize, [&t](uint64_t old, const uint32_t* r) {
+        const DocId rid = r[kRecIdLo] | (uint64_t{r[kRecIdHi]} << 32);
+        KeyValueSlot* s = t.SketchSlot(rid);
+        if (s != nullptr && s->value == old) s->value = t.arena.Append(r, RecordSize(r));
+      });
+    }
+  }
+  --size_;
+  return true;
+}
+
+Status NearDupSet::set_k(int k) {
+  if (k < 0 || k > kMaxSupportedK || k > index_->max_k()) {
+    return Status::InvalidArgument("k must be in [0, " + std::to_string(index_->max_k()) + "]");
+  }
+  options_.k = k;
+  return Status::OK();
+}
+
+Status NearDupSet::SetPolicy(const RecheckOptions& recheck) {
+  NEARDUP_RETURN_IF_ERROR(ValidateRecheck(recheck));
+  if (recheck.sketch_max_chars != options_.recheck.sketch_max_chars) {
+    return Status::FailedPrecondition("sketch_max_chars is fixed when the set is created");
+  }
+  if (recheck.short_k > index_->max_k()) {
+    return Status::InvalidArgument("short_k must be at most " + std::to_string(index_->max_k()));
+  }
+  options_.recheck = recheck;
+  return Status::OK();
+}
+
+size_t NearDupSet::MemoryBytes() const {
+  return index_->MemoryBytes() + t_->by_hash.MemoryBytes() + t_->sketch_slot.MemoryBytes() +
+         t_->arena.MemoryBytes() + t_->anchors.MemoryBytes();
+}
+
+}  // namespace neardup

@@ -1,0 +1,357 @@
+#include "io/jsonl.h"
+
+#include <simdjson.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "neardup/util/parallel.h"
+
+namespace neardup {
+namespace {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+
+std::string_view StripTrailingWhitespace(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Fully consumes (and so validates) one value. simdjson's max depth bounds the
+// recursion.
+error_code Validate(od::value value) {
+  od::json_type type;
+  if (auto err = value.type().get(type)) return err;
+  switch (type) {
+    case od::json_type::object: {
+      od::object object;
+      if (auto err = value.get_object().get(object)) return err;
+      for (auto field_result : object) {
+        od::field field;
+        if (auto err = std::move(field_result).get(field)) return err;
+        std::string_view key;
+        if (auto err = field.unescaped_key().get(key)) return err;
+        if (auto err = Validate(field.value())) return err;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array array;
+      if (auto err = value.get_array().get(array)) return err;
+      for (auto element_result : array) {
+        od::value element;
+        if (auto err = std::move(element_result).get(element)) return err;
+        if (auto err = Validate(element)) return err;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      double d;
+      return value.get_double().get(d);
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return value.get_string().get(s);
+    }
+    case od::json_type::boolean: {
+      bool b;
+      return value.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool is_null;
+      if (auto err = value.is_null().get(is_null)) return err;
+      return is_null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  return simdjson::TAPE_ERROR;
+}
+
+// Validates a whole document whose top-level value is not an object, so that
+// e.g. `nonsense` is reported as invalid JSON rather than as a non-object.
+error_code ValidateNonObjectDocument(od::document& doc, od::json_type type) {
+  switch (type) {
+    case od::json_type::array: {
+      od::value value;
+      if (auto err = doc.get_value().get(value)) return err;
+      if (auto err = Validate(value)) return err;
+      const char* trailing = nullptr;
+      return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS ? simdjson::SUCCESS
+                                                                               : simdjson::TRAILING_CONTENT;
+    }
+    case od::json_type::number: {
+      double d;
+      return doc.get_double().get(d);
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return doc.get_string().get(s);
+    }
+    case od::json_type::boolean: {
+      bool b;
+      return doc.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool is_null;
+      if (auto err = doc.is_null().get(is_null)) return err;
+      return is_null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+    case od::json_type::object:
+      break;
+  }
+  return simdjson::TAPE_ERROR;
+}
+
+std::string InvalidMessage(error_code err) {
+  return err == simdjson::UTF8_ERROR ? "invalid UTF-8" : "invalid JSON";
+}
+
+}  // namespace
+
+struct JsonlParser::Impl {
+  od::parser parser;
+  std::vector<char> buffer;  // line copy + SIMDJSON_PADDING
+};
+
+JsonlParser::JsonlParser(std::string id_field, std::string text_field)
+    : id_field_(std::move(id_field)), text_field_(std::move(text_field)), impl_(new Impl) {}
+JsonlParser::~JsonlParser() = default;
+JsonlParser::JsonlParser(JsonlParser&&) noexcept = default;
+JsonlParser& JsonlParser::operator=(JsonlParser&&) noexcept = default;
+
+bool JsonlParser::Parse(std::string_view line, JsonlRecord* out, std::string* error) {
+  out->id.clear();
+  out->text.clear();
+  auto& buffer = impl_->buffer;
+  const size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
+  if (buffer.size() < needed) buffer.resize(std::max(needed, buffer.size() * 2));
+  if (!line.empty()) std::memcpy(buffer.data(), line.data(), line.size());
+  std::memset(buffer.data() + line.size(), 0, simdjson::SIMDJSON_PADDING);
+
+  od::document doc;
+  if (auto err = impl_->parser.iterate(buffer.data(), line.size(), buffer.size()).get(doc)) {
+    *error = InvalidMessage(err);
+    return false;
+  }
+  od::json_type top;
+  if (auto err = doc.type().get(top)) {
+    *error = InvalidMessage(err);
+    return false;
+  }
+  if (top != od::json_type::object) {
+    const error_code err = ValidateNonObjectDocument(doc, top);
+    *error = err ? InvalidMessage(err) : "not a JSON object";
+    return false;
+  }
+  od::object object;
+  if (auto err = doc.get_object().get(object)) {
+    *error = InvalidMessage(err);
+    return false;
+  }
+
+  enum class State { kMissing, kOk, kBadType };
+  State id_state = id_field_.empty() ? State::kOk : State::kMissing;
+  State text_state = State::kMissing;
+  for (auto field_result : object) {
+    od::field field;
+    std::string_view key;
+    error_code err = std::move(field_result).get(field);
+    if (!err) err = field.unescaped_key().get(key);
+    if (err) {
+      *error = InvalidMessage(err);
+      return false;
+    }
+    const bool is_id = !id_field_.empty() && key == id_field_;
+    const bool is_text = key == text_field_;
+    od::value value = field.value();
+    if (!is_id && !is_text) {
+      if (auto verr = Validate(value)) {
+        *error = InvalidMessage(verr);
+        return false;
+      }
+      continue;
+    }
+    od::json_type type;
+    if (auto terr = value.type().get(type)) {
+      *error = InvalidMessage(terr);
+      return false;
+    }
+    if (is_id) {
+      if (type == od::json_type::string || type == od::json_type::number) {
+        out->id.assign(StripTrailingWhitespace(value.raw_json_token()));
+        id_state = State::kOk;
+      } else {
+        id_state = State::kBadType;
+      }
+    }
+    if (type == od::json_type::string) {
+      std::string_view s;
+      if (auto serr = value.get_string().get(s)) {
+        *error = InvalidMessage(serr);
+        return false;
+      }
+      if (is_text) {
+        out->text.assign(s);
+        text_state = State::kOk;
+      }
+    } else {
+      if (auto verr = Validate(value)) {
+        *error = InvalidMessage(verr);
+        return false;
+      }
+      if (is_text) text_state = State::kBadType;
+    }
+  }
+  // Nothing may follow the object: at the end, current_location() reports
+  // OUT_OF_BOUNDS.
+  const char* trailing = nullptr;
+  if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) {
+    *error = "invalid JSON";
+    return false;
+  }
+  if (text_state == State::kMissing) {
+    *error = "missing field \"" + text_field_ + "\"";
+    return false;
+  }
+  if (text_state == State::kBadType) {
+    *error = "field \"" + text_field_ + "\" is not a string";
+    return false;
+  }
+  if (id_state == State::kMissing) {
+    *error = "missing field \"" + id_field_ + "\"";
+    return false;
+  }
+  if (id_state == State::kBadType) {
+    *error = "field \"" + id_field_ + "\" must be a string or number";
+    return false;
+  }
+  return true;
+}
+
+bool IsBlankLine(std::string_view line) { return StripTrailingWhitespace(line).empty(); }
+
+// ---- LineReader ------------------------------------------------------------
+
+LineReader::LineReader(std::FILE* in) : in_(in), buf_(size_t{1} << 16) {}  // grows for longer lines
+
+bool LineReader::Fill() {
+  if (eof_) return false;
+  if (pos_ > 0) {  // keep the unfinished line at the front
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+  }
+  if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+  const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
+  end_ += n;
+  if (n == 0) {
+    eof_ = true;
+    if (std::ferror(in_)) status_ = Status::IOError(std::string("read failed: ") + std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+bool LineReader::Next(std::string* line) {
+  size_t scanned = pos_;
+  for (;;) {
+    const char* nl = static_cast<const char*>(std::memchr(buf_.data() + scanned, '\n', end_ - scanned));
+    if (nl != nullptr) {
+      const size_t nl_pos = static_cast<size_t>(nl - buf_.data());
+      line->assign(buf_.data() + pos_, nl_pos - pos_);
+      pos_ = nl_pos + 1;
+      ++line_number_;
+      return true;
+    }
+    const size_t scanned_len = end_ - pos_;
+    if (!Fill()) break;
+    scanned = pos_ + scanned_len;  // Fill() moved the pending bytes to pos_
+  }
+  if (!status_.ok() || pos_ == end_) return false;
+  line->assign(buf_.data() + pos_, end_ - pos_);  // last line without '\n'
+  pos_ = end_;
+  ++line_number_;
+  return true;
+}
+
+// ---- RecordReader ----------------------------------------------------------
+
+RecordReader::RecordReader(std::FILE* in, RecordReaderOptions options)
+    : options_(std::move(options)), lines_(in) {}
+RecordReader::~RecordReader() = default;
+
+std::unique_ptr<JsonlParser> RecordReader::AcquireParser() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!parsers_.empty()) {
+      auto parser = std::move(parsers_.back());
+      parsers_.pop_back();
+      return parser;
+    }
+  }
+  return std::make_unique<JsonlParser>(options_.id_field, options_.text_field);
+}
+
+void RecordReader::ReleaseParser(std::unique_ptr<JsonlParser> parser) {
+  std::lock_guard<std::mutex> lock(mu_);
+  parsers_.push_back(std::move(parser));
+}
+
+Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch) {
+  if (max_lines == 0) max_lines = 1;
+  // Reuse the records' string capacity across batches.
+  if (batch->size() < max_lines) batch->resize(max_lines);
+  size_t n = 0;
+  while (n < max_lines && lines_.Next(&(*batch)[n].line)) {
+    (*batch)[n].line_number = lines_.line_number();
+    ++n;
+  }
+  batch->resize(n);
+  NEARDUP_RETURN_IF_ERROR(lines_.status());
+  if (options_.format == InputFormat::kLines) {
+    for (auto& r : *batch) {
+      r.kind = InputRecord::Kind::kDocument;
+      r.id = std::to_string(r.line_number);
+      r.error.clear();
+      r.parsed_text.clear();
+      r.text_is_line = true;
+    }
+    return Status::OK();
+  }
+  ParallelFor(n, threads, [&](size_t begin, size_t end) {
+    auto parser = AcquireParser();
+    JsonlRecord record;
+    for (size_t i = begin; i < end; ++i) {
+      InputRecord& r = (*batch)[i];
+      r.text_is_line = false;
+      r.error.clear();
+      if (IsBlankLine(r.line)) {
+        r.kind = InputRecord::Kind::kBlank;
+        r.id.clear();
+        r.parsed_text.clear();
+        continue;
+      }
+      record.id.swap(r.id);
+      record.text.swap(r.parsed_text);
+      const bool ok = parser->Parse(r.line, &record, &r.error);
+      r.id.swap(record.id);
+      r.parsed_text.swap(record.text);
+      r.kind = ok ? InputRecord::Kind::kDocument : InputRecord::Kind::kBad;
+      if (ok && options_.id_field.empty()) r.id = std::to_string(r.line_number);
+    }
+    ReleaseParser(std::move(parser));
+  });
+  return Status::OK();
+}
+
+Result<InputFormat> ParseInputFormat(std::string_view name) {
+  if (name == "jsonl") return InputFormat::kJsonl;
+  if (name == "lines") return InputFormat::kLines;
+  return Status::InvalidArgument("unknown input format \"" + std::string(name) +
+                                 "\" (expected jsonl or lines)");
+}
+
+}  // namespace neardup

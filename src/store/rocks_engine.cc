@@ -1,0 +1,16 @@
+// The embedded engine: LocalEngine over a RocksDB store. Here, in the store
+// layer, so the engine layer does not depend on RocksDB.
+#include "neardup/engine/local_engine.h"
+#include "neardup/store/rocks_store.h"
+
+namespace neardup {
+
+Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options) {
+  RocksStoreOptions store_options;
+  store_options.sync = options.sync;
+  auto store = OpenRocksStore(options.data_dir, store_options);
+  if (!store.ok()) return store.status();
+  return OpenLocalEngine(options, std::move(store).value());
+}
+
+}  // namespace neardup

@@ -1,0 +1,315 @@
+#include "neardup/text/similarity.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "util/hash.h"
+#include "util/utf8.h"
+
+namespace neardup {
+namespace {
+
+constexpr uint64_t kSimilaritySeed = 0;
+constexpr uint64_t kAnchorSeed = 0x100;
+constexpr uint64_t kShingleMul = 0x9E3779B97F4A7C15ULL;
+
+// Step 4: fold the code points into 64 bits, mix, keep the upper half.
+inline uint32_t ShingleHash(const uint32_t* cps, size_t n, uint64_t seed) {
+  uint64_t h = seed + n;
+  for (size_t i = 0; i < n; ++i) h = h * kShingleMul + cps[i];
+  return static_cast<uint32_t>(Murmur3Fmix64(h) >> 32);
+}
+
+// |A ∩ B| for strictly ascending arrays. Four-by-four block compares
+// (Lemire et al., "SIMD compression and the intersection of sorted
+// integers", 2016) with SSE2, then a scalar tail. Gives up (returns
+// kGaveUp) as soon as fewer than `need` common values remain possible:
+// rejecting an unrelated candidate then reads half of the sketches or less.
+constexpr size_t kGaveUp = SIZE_MAX;
+size_t IntersectionSize(const uint32_t* a, size_t na, const uint32_t* b, size_t nb, size_t need = 0) {
+  size_t i = 0, j = 0, count = 0;
+#if defined(__SSE2__)
+  while (i + 4 <= na && j + 4 <= nb) {
+    if (count + std::min(na - i, nb - j) < need) return kGaveUp;
+    const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j));
+    const __m128i c0 = _mm_cmpeq_epi32(va, vb);
+    const __m128i c1 = _mm_cmpeq_epi32(va, _mm_shuffle_epi32(vb, _MM_SHUFFLE(0, 3, 2, 1)));
+    const __m128i c2 = _mm_cmpeq_epi32(va, _mm_shuffle_epi32(vb, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m128i c3 = _mm_cmpeq_epi32(va, _mm_shuffle_epi32(vb, _MM_SHUFFLE(2, 1, 0, 3)));
+    const __m128i any = _mm_or_si128(_mm_or_si128(c0, c1), _mm_or_si128(c2, c3));
+    count += static_cast<size_t>(std::popcount(static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(any)))));
+    const uint32_t amax = a[i + 3], bmax = b[j + 3];
+    i += amax <= bmax ? 4 : 0;
+    j += bmax <= amax ? 4 : 0;
+  }
+#endif
+  if (count + std::min(na - i, nb - j) < need) return kGaveUp;
+  while (i < na && j < nb) {
+    const uint32_t x = a[i], y = b[j];
+    count += x == y;
+    i += x <= y;
+    j += y <= x;
+  }
+  return count;
+}
+
+
+
+}  // namespace
+
+bool IsCjkCodePoint(uint32_t cp) {
+  if (cp < 0x1100) return false;
+  return (cp <= 0x11FF) ||                      // Hangul Jamo
+         (cp >= 0x2E80 && cp <= 0xA4CF) ||      // CJK radicals .. Kana, Bopomofo, ideographs, Yi
+         (cp >= 0xA960 && cp <= 0xA97F) ||      // Hangul Jamo Extended-A
+         (cp >= 0xAC00 && cp <= 0xD7FF) ||      // Hangul syllables, Jamo Extended-B
+         (cp >= 0xF900 && cp <= 0xFAFF) ||      // CJK compatibility ideographs
+         (cp >= 0xFF65 && cp <= 0xFFDC) ||      // half-width Kana and Hangul
+         (cp >= 0x20000 && cp <= 0x3FFFF);      // supplementary ideographs
+}
+
+namespace {
+
+// Prefix values of the polynomial in ShingleHash: prefix[i + 1] =
+// prefix[i] * kShingleMul + seq[i]. ShingleHash's fold over seq[i..i+n)
+// equals prefix[i + n] + (seed + n - prefix[i]) * kShingleMul^n (mod 2^64),
+// so every shingle costs one multiply instead of n dependent ones: the
+// hashing was most of the sketch's cost on long texts.
+void PrefixFolds(const std::vector<uint32_t>& seq, std::vector<uint64_t>* prefix) {
+  prefix->resize(seq.size() + 1);
+  uint64_t* p = prefix->data();
+  const uint32_t* s = seq.data();
+  const size_t n = seq.size();
+  p[0] = 0;
+  // Two values per step from p[i] alone (p[i + 2] = p[i] K^2 + s[i] K +
+  // s[i + 1]): the chain of dependent multiplies is half as long.
+  constexpr uint64_t kMul2 = kShingleMul * kShingleMul;
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const uint64_t a = p[i];
+    p[i + 1] = a * kShingleMul + s[i];
+    p[i + 2] = a * kMul2 + (s[i] * kShingleMul + s[i + 1]);
+  }
+  if (i < n) p[i + 1] = p[i] * kShingleMul + s[i];
+}
+
+// Hashes of the shingles of `seq`: n = cjk_n at a CJK code point (cjk[i]),
+// other_n elsewhere; a sequence too short for its first shingle is one
+// shingle.
+void ShingleHashes(const std::vector<uint32_t>& seq, const std::vector<uint8_t>& cjk,
+                   const std::vector<uint64_t>& prefix, size_t cjk_n, size_t other_n, uint64_t seed,
+                   std::vector<uint32_t>* hashes) {
+  hashes->resize(seq.size());
+  uint32_t* out = hashes->data();
+  size_t m = 0;
+  const size_t n = seq.size();
+  uint64_t pow_cjk = 1, pow_other = 1;
+  for (size_t i = 0; i < cjk_n; ++i) pow_cjk *= kShingleMul;
+  for (size_t i = 0; i < other_n; ++i) pow_other *= kShingleMul;
+  const uint64_t* p = prefix.data();
+  for (size_t i = 0; i < n; ++i) {
+    const bool is_cjk = cjk[i] != 0;
+    const size_t len = is_cjk ? cjk_n : other_n;
+    if (i + len > n) continue;
+    const uint64_t h = p[i + len] + (seed + len - p[i]) * (is_cjk ? pow_cjk : pow_other);
+    out[m++] = static_cast<uint32_t>(Murmur3Fmix64(h) >> 32);
+  }
+  hashes->resize(m);
+  if (m == 0 && n > 0) hashes->push_back(ShingleHash(seq.data(), n, seed));
+}
+
+// Sorts values that are uniform hashes below `limit` in expected linear
+// time: a counting sort by their leading bits into about one bucket per
+// value, then an insertion sort that only fixes order inside buckets.
+// std::sort's mispredicted branches were a third of a short text's sketch.
+void SortUniform(std::vector<uint32_t>* v, uint64_t limit) {
+  const size_t n = v->size();
+  if (n < 16 || n > 4096) {
+    std::sort(v->begin(), v->end());
+    return;
+  }
+  const size_t buckets = std::bit_ceil(n);
+  // bucket(x) = floor(x * buckets / limit) < buckets for x < limit (the
+  // scale is rounded down).
+  const uint64_t scale = (uint64_t{buckets} << 32) / limit;
+  thread_local std::vector<uint32_t> count, sorted;
+  count.assign(buckets + 1, 0);
+  sorted.resize(n);
+  const uint32_t* in = v->data();
+  for (size_t i = 0; i < n; ++i) ++count[((in[i] * scale) >> 32) + 1];
+  for (size_t b = 1; b <= buckets; ++b) count[b] += count[b - 1];
+  uint32_t* out = sorted.data();
+  for (size_t i = 0; i < n; ++i) out[count[(in[i] * scale) >> 32]++] = in[i];
+  for (size_t i = 1; i < n; ++i) {
+    const uint32_t x = out[i];
+    size_t j = i;
+    for (; j > 0 && out[j - 1] > x; --j) out[j] = out[j - 1];
+    out[j] = x;
+  }
+  v->swap(sorted);
+}
+
+// Sorts values below `limit`, removes repeats; returns the number of
+// distinct values.
+size_t SortDistinct(std::vector<uint32_t>* v, uint64_t limit) {
+  SortUniform(v, limit);
+  const size_t distinct = static_cast<size_t>(std::unique(v->begin(), v->end()) - v->begin());
+  v->resize(distinct);
+  return distinct;
+}
+
+// Number of distinct values (a small open-addressing set; cheaper than
+// sorting a long text's hashes). The values are uniform hashes, so their top
+// bits are the slot: no further mixing. 0 marks an empty slot; the value 0
+// is counted apart. Load at most 1/4, and one branch for "empty or equal"
+// (bitwise, not &&): repeated shingles, a third of an English text's, no
+// longer mispredict, and a slot taken by another value is rare.
+size_t CountDistinct(const std::vector<uint32_t>& v) {
+  thread_local std::vector<uint32_t> table;
+  int bits = 6;
+  while ((size_t{1} << bits) < 4 * v.size()) ++bits;
+  const size_t cap = size_t{1} << bits;
+  table.assign(cap, 0);
+  const size_t mask = cap - 1;
+  uint32_t* t = table.data();
+  size_t distinct = 0;
+  bool zero = false;
+  for (uint32_t x : v) {
+    if (x == 0) {  // about never: a predictable branch
+      zero = true;
+      continue;
+    }
+    size_t i = x >> (32 - bits);
+    uint32_t s = t[i];
+    while (static_cast<int>(s != 0) & static_cast<int>(s != x)) {
+      i = (i + 1) & mask;
+      s = t[i];
+    }
+    distinct += s == 0;
+    t[i] = x;
+  }
+  return distinct + zero;
+}
+
+// *out = the `keep` smallest distinct values of v, ascending (all of them if
+// fewer). Values are uniform hashes, so the smallest lie below about
+// 2^32 * keep / n: filter below twice that, sort the few survivors, and
+// widen the filter in the rare case that leaves too few.
+void SmallestDistinct(const std::vector<uint32_t>& v, size_t keep, std::vector<uint32_t>* out) {
+  const size_t n = v.size();
+  // Expected survivors: keep + keep / 4 + 8 (too few distinct ones in about
+  // 1% of texts: then the filter widens).
+  const uint64_t expect = keep + keep / 4 + 8;
+  if (n <= expect) {
+    out->assign(v.begin(), v.end());
+    SortDistinct(out, uint64_t{1} << 32);
+  } else {
+    uint64_t limit = (expect << 32) / n;
+    for (;;) {
+      out->resize(n);
+      uint32_t* o = out->data();
+      size_t m = 0;
+      for (uint32_t x : v) {
+        o[m] = x;
+        m += x < limit;
+      }
+      out->resize(m);
+      if (SortDistinct(out, limit) >= keep || limit > UINT32_MAX) break;
+      limit *= 4;
+    }
+  }
+  if (out->size() > keep) out->resize(keep);
+}
+
+}  // namespace
+
+void ComputeSketch(std::string_view normalized, ShingleSketch* out) {
+  thread_local std::vector<uint32_t> cps;
+  thread_local std::vector<uint32_t> seq;
+  thread_local std::vector<uint32_t> hashes;
+  thread_local std::vector<uint64_t> prefix;
+  thread_local std::vector<uint8_t> cps_cjk, cjk;
+  DecodeUtf8(normalized, &cps);
+  const size_t n0 = cps.size();
+  cps_cjk.resize(n0 + 2);  // with a non-CJK guard at each end
+  cps_cjk[0] = cps_cjk[n0 + 1] = 0;
+  for (size_t i = 0; i < n0; ++i) cps_cjk[i + 1] = IsCjkCodePoint(cps[i]);
+  // Step 2: drop spaces next to CJK. Without a branch per space: spaces
+  // come every few characters in spaced scripts, too irregularly to predict.
+  seq.resize(n0);
+  cjk.resize(n0);
+  size_t m = 0;
+  for (size_t i = 0; i < n0; ++i) {
+    const uint32_t c = cps[i];
+    const bool drop = (c == ' ') & ((cps_cjk[i] | cps_cjk[i + 2]) != 0);
+    seq[m] = c;
+    cjk[m] = cps_cjk[i + 1];
+    m += !drop;
+  }
+  seq.resize(m);
+  cjk.resize(m);
+  // Steps 3-5: the similarity shingles and their bottom-k.
+  PrefixFolds(seq, &prefix);
+  ShingleHashes(seq, cjk, prefix, 2, 4, kSimilaritySeed, &hashes);
+  SmallestDistinct(hashes, kSketchSize, &out->mins);
+  const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(hashes);
+  out->num_shingles = static_cast<uint32_t>(std::min<size_t>(distinct, UINT32_MAX));
+  // Step 6: the anchor shingles.
+  ShingleHashes(seq, cjk, prefix, 3, 6, kAnchorSeed, &hashes);
+  SmallestDistinct(hashes, kAnchorCount, &out->anchors);
+}
+
+ShingleSketch ComputeSketch(std::string_view normalized) {
+  ShingleSketch s;
+  ComputeSketch(normalized, &s);
+  return s;
+}
+
+bool EstimateSimilarityAtLeast(const uint32_t* pa, size_t na, uint32_t sa, const uint32_t* pb, size_t nb, uint32_t sb,
+                               double min_jaccard, SimilarityEstimate* out) {
+  SimilarityEstimate& e = *out;
+  e = SimilarityEstimate{};
+  if (sa == 0 || sb == 0 || na == 0 || nb == 0) return min_jaccard <= 0;
+  const bool a_complete = sa <= kSketchSize, b_complete = sb <= kSketchSize;
+  e.exact = a_complete && b_complete;
+  // Below tau = the smaller of the incomplete sketches' last values, both
+  // sketches hold every value of their sets: those values are a uniform
+  // sample of A ∪ B in which membership in A and in B is known exactly.
+  uint32_t tau = UINT32_MAX;
+  if (!a_complete) tau = std::min(tau, pa[na - 1]);
+  if (!b_complete) tau = std::min(tau, pb[nb - 1]);
+  const size_t ma = static_cast<size_t>(std::upper_bound(pa, pa + na, tau) - pa);
+  const size_t mb = static_cast<size_t>(std::upper_bound(pb, pb + nb, tau) - pb);
+  // both / (ma + mb - both) >= j  <=>  both >= j (ma + mb) / (1 + j). One
+  // value of slack, so rounding can never give up on a pair that reaches j.
+  const double bound = min_jaccard * static_cast<double>(ma + mb) / (1.0 + min_jaccard) - 1.0;
+  const size_t need = bound > 0 ? static_cast<size_t>(bound) : 0;
+  const size_t both = IntersectionSize(pa, ma, pb, mb, need);
+  if (both == kGaveUp) return false;
+  const size_t sample = ma + mb - both;
+  e.jaccard = sample ? static_cast<double>(both) / static_cast<double>(sample) : 0.0;
+  // Containment of the smaller set in the larger, from the same sample.
+  const size_t small_sample = sa <= sb ? ma : mb;
+  e.containment = small_sample ? static_cast<double>(both) / static_cast<double>(small_sample) : 0.0;
+  e.containment_sample = static_cast<uint32_t>(small_sample);
+  return e.jaccard >= min_jaccard;
+}
+
+SimilarityEstimate EstimateSimilarity(const uint32_t* pa, size_t na, uint32_t sa, const uint32_t* pb, size_t nb,
+                                      uint32_t sb) {
+  SimilarityEstimate e;
+  EstimateSimilarityAtLeast(pa, na, sa, pb, nb, sb, 0.0, &e);
+  return e;
+}
+
+SimilarityEstimate EstimateSimilarity(const ShingleSketch& a, const ShingleSketch& b) {
+  return EstimateSimilarity(a.mins.data(), a.mins.size(), a.num_shingles, b.mins.data(), b.mins.size(),
+                            b.num_shingles);
+}
+
+}  // namespace neardup
