@@ -21,11 +21,13 @@ case "$flavour" in
                                  -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
   *) echo "usage: $0 [release|asan|tsan|fuzz]" >&2; exit 2 ;;
 esac
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 # Re-running configure is cheap and repairs a directory left half-configured.
 [[ -f "$dir/CMakeCache.txt" && ! -f "$dir/build.ninja" && ! -f "$dir/Makefile" ]] && rm -rf "$dir"
-cmake -S . -B "$dir" "${generator[@]}" "${args[@]}" >/dev/null
+cmake -S . -B "$dir" "${generator[@]}" "${launcher[@]}" "${args[@]}" >/dev/null
 targets=()
 # The fuzz flavour builds its fuzzers (and the library they link), not the CLI.
 [[ "$flavour" == fuzz ]] && for f in fuzz/*_fuzzer.cc; do targets+=(--target "$(basename "$f" .cc)"); done
