@@ -45,3 +45,10 @@ if(Python3_Interpreter_FOUND)
             --cli $<TARGET_FILE:neardup> --trials 60)
   set_tests_properties(RedisKill9Race PROPERTIES TIMEOUT 300 LABELS "slow;needs-redis")
 endif()
+
+if(Python3_Interpreter_FOUND)
+  # The README's and docs' examples, run and compared (scripts/doctest_docs.py).
+  add_test(NAME DocExamples
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/doctest_docs.py --build ${CMAKE_BINARY_DIR})
+  set_tests_properties(DocExamples PROPERTIES TIMEOUT 300 LABELS "slow")
+endif()

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of the tree.
-#   scripts/build.sh [release|asan|tsan|fuzz]   (default release)
-# Build directories: build/ (release), build-asan/, build-tsan/, build-fuzz/.
+#   scripts/build.sh [batch|release|asan|tsan|fuzz]   (default release)
+# Build directories: build/ (batch and release), build-asan/, build-tsan/, build-fuzz/.
+#   batch    only the batch program build/neardup (and build/neardup-serve when
+#            the service's packages are installed): what quickstart needs
+#   release  everything: programs, tests, benchmarks
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${JOBS:-$(nproc)}
 case "$flavour" in
-  release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  batch)   dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
+  release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCHMARKS=ON) ;;
   # Sanitizer builds at -O1 with line tables only (CMakeLists adds -g1): the
   # usual sanitizer setting, and it keeps CI's compile time on two cores low.
   asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG"
@@ -19,7 +23,7 @@ case "$flavour" in
                                  -DCMAKE_CXX_COMPILER=clang++ -DNEARDUP_BUILD_FUZZERS=ON
                                  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
                                  -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
-  *) echo "usage: $0 [release|asan|tsan|fuzz]" >&2; exit 2 ;;
+  *) echo "usage: $0 [batch|release|asan|tsan|fuzz]" >&2; exit 2 ;;
 esac
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

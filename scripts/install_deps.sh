@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package the build, tests, benchmarks and fuzzers use.
+# Installs the Debian 12 packages one use of the tree needs, and nothing more.
+#   scripts/install_deps.sh [core] [service] [test] [bench] ...   (default: core)
+#     core     build the batch program `neardup` (scripts/quickstart.sh)
+#     service  + the service `neardup serve` (RocksDB, hiredis)
+#     test     + the test suite: GoogleTest, a Redis server for the cluster
+#              tests, clang for the fuzzers, curl/python3 for the doc examples
+#     bench    + benchmark and peer stacks: Google Benchmark is in test (the
+#              benchmarks build with the tests); this adds wrk, nginx, faiss,
+#              PostgreSQL (bench/peers.sh, bench/serve_bench.sh)
 set -euo pipefail
-PKGS=(
-  build-essential cmake ninja-build pkg-config
-  libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
-  librocksdb-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev wrk
-  clang libclang-rt-14-dev
-  python3 curl bc
-  libfaiss-dev postgresql-15 libpq-dev  # peers benchmark (bench/peers)
-  redis-server libhiredis-dev           # Redis Cluster store
-)
+core=(build-essential cmake ninja-build pkg-config
+      libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev)
+service=(librocksdb-dev libhiredis-dev)
+test=(libgtest-dev libgmock-dev googletest libbenchmark-dev
+      libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+      redis-server clang libclang-rt-14-dev python3 curl bc)
+bench=(wrk nginx libfaiss-dev postgresql-15 libpq-dev hyperfine)
+
+profiles=("$@")
+((${#profiles[@]})) || profiles=(core)
+PKGS=("${core[@]}")
+for p in "${profiles[@]}"; do
+  case "$p" in
+    core) ;;
+    service) PKGS+=("${service[@]}") ;;
+    test) PKGS+=("${service[@]}" "${test[@]}") ;;
+    bench) PKGS+=("${service[@]}" "${test[@]}" "${bench[@]}") ;;
+    *) echo "usage: $0 [core] [service] [test] [bench]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,4 +39,4 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install_deps: all packages present"
+echo "install_deps (${profiles[*]}): all packages present"

@@ -3,8 +3,8 @@
 # deduplicate the bundled sample corpus, printing the summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
-scripts/build.sh release
+scripts/install_deps.sh core
+scripts/build.sh batch
 out=${OUT:-out/sample}
 mkdir -p "$out"
 ./build/neardup dedup --input data/sample/docs.jsonl \

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Command 2 of the README: the whole test suite.
-#  1. Release build, every test (ctest).
+#  1. Release build, every test (ctest: labels unit, threads, needs-redis,
+#     slow; cmake/tests.cmake), and the README's and docs' examples
+#     (scripts/doctest_docs.py, also a ctest).
 #  2. ASan+UBSan build, every test.
-#  3. TSan build, the tests that run threads (parallel search, parallel
-#     fingerprinting, the deterministic parallel dedup, the event-driven HTTP
-#     server and the concurrent check race over HTTP).
+#  3. TSan build, the tests labelled threads (their own threads, no server).
 #  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
 # NEARDUP_TEST_QUICK=1 runs step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh >/dev/null
+scripts/install_deps.sh test >/dev/null
 start=$SECONDS
 step() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
 
@@ -25,14 +25,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 step "tsan build + concurrent tests"
 scripts/build.sh tsan
-# RocksStoreTest.ConcurrentApplyFromFourThreads exercises RocksDB's own write
-# group (many threads calling DB::Write): the leader thread hands results back
-# to followers through spin-waits inside librocksdb, which is not instrumented,
-# so TSan sees no happens-before and reports heap reuse as a race. neardup
-# itself writes from one committer thread; the test still runs in the release
-# and ASan stages.
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 \
-  -R 'Thread|Parallel|Concurren|BatchSearch|Determinis|HttpServer' -E '^RocksStoreTest\.ConcurrentApply'
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 -L threads
 
 step "fuzz smoke (libFuzzer, bounded)"
 scripts/build.sh fuzz
