@@ -1,4 +1,4 @@
-// LocalEngine: see include/neardup/local_engine.h for the contract and
+// LocalEngine: see include/neardup/engine/local_engine.h for the contract and
 // docs/service.md for why it is correct under concurrency and crashes.
 #include "neardup/engine/local_engine.h"
 

@@ -1,5 +1,5 @@
 // HttpRequestParser: an incremental HTTP/1.x request parser for the event
-// server (src/http_server.cc). It owns nothing but the parse state of one
+// server (src/http/http_server.cc). It owns nothing but the parse state of one
 // connection; the caller feeds the bytes it read and takes complete requests.
 //
 // What it accepts (RFC 9112, strict where leniency has caused request

@@ -1,4 +1,4 @@
-// RedisClusterEngine: see include/neardup/redis_engine.h for the contract and
+// RedisClusterEngine: see include/neardup/redis/redis_engine.h for the contract and
 // docs/cluster.md for the layout and why the fenced protocol keeps exactly one.
 #include "neardup/redis/redis_engine.h"
 
