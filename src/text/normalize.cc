@@ -198,34 +198,23 @@ size_t SanitizeUtf8(std::string_view in, std::string* out) {
   return invalid;
 }
 
-NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow_fast_paths) {
-  NormalizeStats stats;
-  out->clear();
-  if (allow_fast_paths && IsAllAscii(utf8)) {
-    SeparatorWriter w(out, utf8.size());
-    for (char ch : utf8) {
-      const char m = kAsciiMap[static_cast<unsigned char>(ch)];
-      if (m) w.KeepAscii(m);
-      else w.Separator();
-    }
-    stats.num_chars = w.Finish();
-    return stats;
-  }
-
+// NFKC_Casefold into *nf (cleared first); returns the ill-formed sequences
+// replaced. `check_utf8` = false sanitizes unconditionally.
+size_t NfkcCasefoldImpl(std::string_view utf8, bool check_utf8, std::string* nf) {
+  size_t invalid = 0;
   thread_local std::string sanitized;
-  thread_local std::string nf;
   std::string_view valid = utf8;
-  if (!allow_fast_paths || !simdjson::validate_utf8(utf8.data(), utf8.size())) {
-    stats.invalid_utf8 = SanitizeUtf8(utf8, &sanitized);
+  if (!check_utf8 || !simdjson::validate_utf8(utf8.data(), utf8.size())) {
+    invalid = SanitizeUtf8(utf8, &sanitized);
     valid = sanitized;
   }
 
-  nf.clear();
+  nf->clear();
   const icu::Normalizer2* norm = NfkcCf();
   bool normalized = false;
   if (norm != nullptr && valid.size() <= static_cast<size_t>(INT32_MAX)) {
     UErrorCode status = U_ZERO_ERROR;
-    icu::StringByteSink<std::string> sink(&nf, static_cast<int32_t>(valid.size()));
+    icu::StringByteSink<std::string> sink(nf, static_cast<int32_t>(valid.size()));
     norm->normalizeUTF8(0, icu::StringPiece(valid.data(), static_cast<int32_t>(valid.size())),
                         sink, nullptr, status);
     normalized = U_SUCCESS(status);
@@ -250,7 +239,7 @@ NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow
         if (e > pos) end = e;
       }
       UErrorCode status = U_ZERO_ERROR;
-      icu::StringByteSink<std::string> sink(&nf);
+      icu::StringByteSink<std::string> sink(nf);
       norm->normalizeUTF8(U_EDITS_NO_RESET,
                           icu::StringPiece(valid.data() + pos, static_cast<int32_t>(end - pos)),
                           sink, nullptr, status);
@@ -261,12 +250,33 @@ NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow
   if (!normalized) {
     // ICU data missing or allocation failure: fall back to the raw text so
     // we never crash. Create() checks the normalizer, so this is unexpected.
-    nf.assign(valid.data(), valid.size());
+    nf->assign(valid.data(), valid.size());
   }
+  if (sanitized.capacity() > (size_t{4} << 20)) std::string().swap(sanitized);
+  return invalid;
+}
+
+NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow_fast_paths) {
+  NormalizeStats stats;
+  out->clear();
+  if (allow_fast_paths && IsAllAscii(utf8)) {
+    SeparatorWriter w(out, utf8.size());
+    for (char ch : utf8) {
+      const char m = kAsciiMap[static_cast<unsigned char>(ch)];
+      if (m) w.KeepAscii(m);
+      else w.Separator();
+    }
+    stats.num_chars = w.Finish();
+    return stats;
+  }
+
+  thread_local std::string nf;
+  stats.invalid_utf8 = NfkcCasefoldImpl(utf8, allow_fast_paths, &nf);
   stats.num_chars = MapSeparators(nf, out);
   if (nf.capacity() > (size_t{4} << 20)) std::string().swap(nf);  // don't pin huge buffers
-  if (sanitized.capacity() > (size_t{4} << 20)) std::string().swap(sanitized);
   return stats;
 }
+
+size_t NfkcCasefold(std::string_view utf8, std::string* out) { return NfkcCasefoldImpl(utf8, true, out); }
 
 }  // namespace neardup::internal

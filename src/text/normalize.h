@@ -40,6 +40,11 @@ struct NormalizeStats {
 NormalizeStats NormalizeText(std::string_view utf8, std::string* out,
                              bool allow_fast_paths = true);
 
+// Overwrites *out with the NFKC_Casefold form (ICU's nfkc_cf: NFKC, full
+// case folding, default ignorables removed) of `utf8`; ill-formed
+// sequences become U+FFFD first. Returns the number replaced.
+size_t NfkcCasefold(std::string_view utf8, std::string* out);
+
 // Replaces every ill-formed UTF-8 sequence of `in` by U+FFFD (EF BF BD),
 // one U+FFFD per maximal subpart (Unicode 15, section 3.9, "U+FFFD
 // Substitution of Maximal Subparts"; what ICU's U8_NEXT does). Returns the
