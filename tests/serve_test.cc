@@ -392,8 +392,9 @@ TEST_F(ServeTest, UsageErrorsExitTwo) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   // Every namespace setting has its --default-* flag (generated from the table).
-  for (const auto& d : NamespaceSettingTable()) {
-    EXPECT_NE(help.find("--" + DefaultsFlagName(d) + " "), std::string::npos) << DefaultsFlagName(d);
+  for (const auto& d : neardup::NamespaceSettingTable()) {
+    const std::string flag = "--" + neardup::DefaultsFlagName(d) + " ";
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
 }
 

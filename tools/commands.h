@@ -107,8 +107,7 @@ void AddSettingFlags(CLI::App* cmd, std::span<const Setting<S>> table, S* target
     const std::string name = "--" + prefix + d.flag;
     if (d.type == SettingType::kBool && prefix.empty()) {
       cmd->add_flag_callback(name, [&d, target] { d.set(*target, true); }, d.doc + " (default)");
-      cmd->add_flag_callback("--no-" + d.flag, [&d, target] { d.set(*target, false); }, "Turns " + name + " off")
-          ->excludes(name);
+      cmd->add_flag_callback("--no-" + d.flag, [&d, target] { d.set(*target, false); }, "Turns " + name + " off");
       continue;
     }
     cmd->add_option_function<std::string>(

@@ -241,6 +241,8 @@ std::optional<HttpResponse> PrepareBatch(const Context& c, const std::string& ns
   return std::nullopt;
 }
 
+}  // namespace
+
 HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::vector<Result<CheckOutcome>>& outcomes) {
   if (!s.ok()) return FromStatus(s);
   if (outcomes.size() != p.valid.size()) {
@@ -281,6 +283,8 @@ HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::ve
   r.body.append("]}\n");
   return r;
 }
+
+namespace {
 
 HttpResponse HandleDocument(const Context& c, const std::string& ns, std::string_view raw_id) {
   auto id = PercentDecode(raw_id);

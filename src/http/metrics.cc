@@ -1,6 +1,7 @@
 #include "http/metrics.h"
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <mutex>

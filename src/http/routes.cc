@@ -123,6 +123,7 @@ namespace neardup {
 using http_internal::MatchRoute;
 using http_internal::Route;
 using http_internal::RouteTemplate;
+using http_internal::SplitTarget;
 
 HttpRequest HttpRequest::FromTarget(std::string method, std::string_view target, std::string body) {
   HttpRequest r;
