@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "neardup/engine/settings.h"
 #include "http/http_server.h"
 #include "util/httplib_client.h"  // httplib with the ABI macros of Debian's build
 #include "util/raw_socket.h"
@@ -388,6 +389,11 @@ TEST_F(ServeTest, UsageErrorsExitTwo) {
   const std::string help = ReadFile(Path("run.out"));
   for (const char* flag : {"--data", "--listen", "--config", "--threads", "--max-body-bytes", "--max-batch", "--sync",
                            "--default-k", "--default-retention", "--no-auto-create"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  // Every namespace setting has its --default-* flag (generated from the table).
+  for (const auto& d : neardup::NamespaceSettingTable()) {
+    const std::string flag = "--" + neardup::DefaultsFlagName(d) + " ";
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -443,42 +444,15 @@ class LocalEngine final : public Engine {
   // ---- namespaces -----------------------------------------------------------
 
   Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
-    NEARDUP_RETURN_IF_ERROR(settings.Validate());
-    uint64_t seq = 0;
-    {
-      std::unique_lock lk(namespaces_mu_);
-      auto it = namespaces_.find(name);
-      if (it == namespaces_.end()) {
-        auto ns = NewNamespace(name, settings);
-        if (!ns.ok()) return ns.status();
-        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings, *(*ns)->fingerprinter));
-        namespaces_.emplace(name, std::move(ns).value());
-        if (created) *created = true;
-      } else {
-        Namespace& n = *it->second;
-        std::lock_guard nl(n.mu);
-        const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
-        if (scheme_change) {
-          if (n.set->size() > 0) {
-            return Status::FailedPrecondition("namespace \"" + name +
-                                              "\" holds documents: changing tokenizer or cjk_ngram would mix "
-                                              "fingerprint schemes (delete the namespace first)");
-          }
-          auto fp = MakeFingerprinter(settings);
-          if (!fp.ok()) return fp.status();
-          n.fingerprinter = std::move(fp).value();
-        }
-        NEARDUP_RETURN_IF_ERROR(n.set->set_k(settings.k));
-        NEARDUP_RETURN_IF_ERROR(n.set->SetPolicy(settings.recheck));
-        n.settings = settings;
-        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings, *n.fingerprinter));
-        if (created) *created = false;
-      }
-    }
-    return committer_->Wait(seq);
+    return Modify(name, [&](const NamespaceSettings*) -> Result<NamespaceSettings> { return settings; }, created);
+  }
+
+  Status UpdateNamespace(const std::string& name, std::string_view patch, const NamespaceSettings& defaults,
+                         bool* created) override {
+    auto merge = [&](const NamespaceSettings* current) {
+      return NamespaceSettings::FromJson(patch, current ? *current : defaults);
+    };
+    return Modify(name, merge, created);
   }
 
   Result<NamespaceStats> GetNamespace(const std::string& name) override {
@@ -636,6 +610,61 @@ class LocalEngine final : public Engine {
 
  private:
   static Status Unavailable() { return Status::Unavailable("the server is shutting down"); }
+
+  // The new settings from the current ones (nullptr: no such namespace).
+  using SettingsMerge = std::function<Result<NamespaceSettings>(const NamespaceSettings* current)>;
+
+  // Creates or updates the namespace with merge()'s settings, all under the
+  // namespace locks so that no other change lands between read and write.
+  Status Modify(const std::string& name, const SettingsMerge& merge, bool* created) {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    uint64_t seq = 0;
+    {
+      std::unique_lock lk(namespaces_mu_);
+      auto it = namespaces_.find(name);
+      if (it == namespaces_.end()) {
+        auto settings = merge(nullptr);
+        if (!settings.ok()) return settings.status();
+        NEARDUP_RETURN_IF_ERROR(settings->Validate());
+        auto ns = NewNamespace(name, settings.value());
+        if (!ns.ok()) return ns.status();
+        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings.value(), *(*ns)->fingerprinter));
+        namespaces_.emplace(name, std::move(ns).value());
+        if (created) *created = true;
+      } else {
+        Namespace& n = *it->second;
+        std::lock_guard nl(n.mu);
+        auto settings = merge(&n.settings);
+        if (!settings.ok()) return settings.status();
+        NEARDUP_RETURN_IF_ERROR(settings->Validate());
+        NEARDUP_RETURN_IF_ERROR(ApplyLocked(name, n, settings.value()));
+        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(n.settings, *n.fingerprinter));
+        if (created) *created = false;
+      }
+    }
+    return committer_->Wait(seq);
+  }
+
+  // New settings of an existing namespace; n.mu held.
+  Status ApplyLocked(const std::string& name, Namespace& n, const NamespaceSettings& settings) {
+    const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
+    if (scheme_change) {
+      if (n.set->size() > 0) {
+        return Status::FailedPrecondition("namespace \"" + name +
+                                          "\" holds documents: changing tokenizer or cjk_ngram would mix "
+                                          "fingerprint schemes (delete the namespace first)");
+      }
+      auto fp = MakeFingerprinter(settings);
+      if (!fp.ok()) return fp.status();
+      n.fingerprinter = std::move(fp).value();
+    }
+    NEARDUP_RETURN_IF_ERROR(n.set->set_k(settings.k));
+    NEARDUP_RETURN_IF_ERROR(n.set->SetPolicy(settings.recheck));
+    n.settings = settings;
+    return Status::OK();
+  }
 
   static Status ValidateInput(const DocumentInput& d) {
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(d.id));
