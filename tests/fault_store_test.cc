@@ -113,7 +113,9 @@ TEST_F(LocalEngineFaultTest, FailAllThenHealWritesWorkAgain) {
   ASSERT_TRUE(Check("first", kOther).ok());
   fault_->FailAll(Status::IOError("injected: store gone"));
   for (int i = 0; i < 3; ++i) {
-    auto r = Check("a" + std::to_string(i), kText);
+    std::string id = "a";  // not "a" + to_string(i): GCC 12's false -Wrestrict
+    id += std::to_string(i);
+    auto r = Check(id, kText);
     ASSERT_FALSE(r.ok()) << i;
   }
   std::vector<DocumentInput> docs = {{"b1", kText, std::nullopt}, {"b2", NearText(), std::nullopt}};

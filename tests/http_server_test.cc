@@ -369,7 +369,7 @@ TEST_F(HttpServerTest, StopAnswersRequestsInFlightThenServeReturns) {
   auto ns = engine_->GetNamespace("t");
   ASSERT_TRUE(ns.ok());
   EXPECT_EQ(ns->checks, 20u);
-  EXPECT_EQ(ns->inserted, 20u);
+  EXPECT_EQ(ns->inserted + ns->duplicates, 20u);  // every one decided (the texts are near-duplicates)
   // A new connection is refused or closed at once.
   const int fd = rawsock::ConnectLoopback(port_);
   if (fd >= 0) {
