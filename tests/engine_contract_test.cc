@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ struct EngineFactory {
   // Opens a new engine (nullptr and a test failure if it cannot).
   std::unique_ptr<Engine> (*open)(const EngineSetup& setup);
 };
+
+void PrintTo(const EngineFactory& f, std::ostream* os) { *os << f.name; }
 
 std::vector<fs::path>& TempDirs() {
   static std::vector<fs::path> dirs;

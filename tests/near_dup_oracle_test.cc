@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,8 @@ struct OracleCase {
   const char* name;
   NearDupOptions options;
 };
+
+void PrintTo(const OracleCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<OracleCase> Cases() {
   std::vector<OracleCase> cases;
