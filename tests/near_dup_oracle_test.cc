@@ -306,7 +306,9 @@ TEST_P(NearDupOracleTest, RandomStreamsAgreeWithBruteForce) {
       std::optional<DuplicateMatch> best_only;
       ASSERT_TRUE(set->FindDuplicate(sig, &best_only).ok());
       ASSERT_EQ(best_only.has_value(), best.has_value()) << "step " << step;
-      if (best_only) EXPECT_EQ(*best_only, *best) << "step " << step;
+      if (best_only) {
+        EXPECT_EQ(*best_only, *best) << "step " << step;
+      }
       duplicates += !want.empty();
       near += want.size() > (want.empty() || !want[0].exact ? 0u : 1u);
       // Keep it unless it is a duplicate; sometimes keep it anyway (insert-always).
