@@ -298,8 +298,9 @@ TEST_F(ServeTest, SigtermDrainsRequestsInFlight) {
   constexpr int kDocs = 600;
   json docs = json::array();
   for (int i = 0; i < kDocs; ++i) {
-    docs.push_back({{"id", "d" + std::to_string(i)},
-                    {"text", "the same document about rivers, markets and winter gardens, sent many times"}});
+    std::string id = "d";  // not "d" + to_string(i): GCC 12's false -Wrestrict
+    id += std::to_string(i);
+    docs.push_back({{"id", id}, {"text", "the same document about rivers, markets and winter gardens, sent many times"}});
   }
   const std::string body = json({{"documents", docs}}).dump();
   size_t stored = 0;
