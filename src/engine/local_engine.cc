@@ -437,7 +437,7 @@ class LocalEngine final : public Engine {
     committer_ = std::make_unique<Committer>(store_.get(), options_.max_commit_batch,
                                              std::chrono::microseconds(options_.commit_delay_us),
                                              [this](const std::vector<StoreWrite>& w) { ForgetFailed(w); });
-    sweeper_ = std::thread([this] { SweepLoop(); });
+    if (options_.sweep_interval_ms > 0) sweeper_ = std::thread([this] { SweepLoop(); });
     return Status::OK();
   }
 
@@ -605,8 +605,13 @@ class LocalEngine final : public Engine {
     return Status::OK();
   }
 
-  // For tests: run one retention sweep now.
-  void SweepNow() { SweepOnce(); }
+  // SweepExpiredForTesting(): one sweep now; waits for its deletions.
+  Status SweepNow() {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    const uint64_t last = SweepOnce();
+    return last == 0 ? Status::OK() : committer_->Wait(last);
+  }
 
  private:
   static Status Unavailable() { return Status::Unavailable("the server is shutting down"); }
@@ -894,8 +899,10 @@ class LocalEngine final : public Engine {
   }
 
   // Pops expired documents off the front of every namespace, a bounded chunk
-  // per lock hold so checks are never stalled for long.
-  void SweepOnce() {
+  // per lock hold so checks are never stalled for long. Returns the sequence
+  // number of the last deletion it queued (0: none).
+  uint64_t SweepOnce() {
+    uint64_t last_seq = 0;
     std::vector<std::shared_ptr<Namespace>> all;
     {
       std::shared_lock lk(namespaces_mu_);
@@ -914,7 +921,7 @@ class LocalEngine final : public Engine {
           DocMeta& front = ns->docs.front();
           if (front.live) {
             if (front.timestamp_ms >= cutoff) break;
-            RemoveLocked(*ns, ns->first_number, front);
+            last_seq = std::max(last_seq, RemoveLocked(*ns, ns->first_number, front));
             ++ns->counters.expired;
             ++ns->expired_since_compact;
           }
@@ -931,6 +938,7 @@ class LocalEngine final : public Engine {
       }
       if (compact) (void)store_->Compact(ns->name);  // reclaims the deleted records' disk
     }
+    return last_seq;
   }
 
   LocalEngineOptions options_;
@@ -948,6 +956,12 @@ class LocalEngine final : public Engine {
 };
 
 }  // namespace
+
+Status SweepExpiredForTesting(Engine& engine) {
+  auto* local = dynamic_cast<LocalEngine*>(&engine);
+  if (local == nullptr) return Status::InvalidArgument("SweepExpiredForTesting: not a local engine");
+  return local->SweepNow();
+}
 
 Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options,
                                                 std::unique_ptr<DocumentStore> store) {
