@@ -5,7 +5,9 @@
 #   slow         kills and restarts real `neardup serve` processes
 # A test's label follows from its suite and name: the filters below are the
 # one place that says which is which.
-set(NEARDUP_REDIS_SUITES "RedisClusterTest.*:RedisEngineTest.*:RedisFailover.*:RedisRecheckTest.*")
+# "RedisEngine/*": the Redis instantiation of the engine contract suite
+# (tests/engine_contract_test.cc; the local one is "LocalEngine/*", unit).
+set(NEARDUP_REDIS_SUITES "RedisClusterTest.*:RedisEngineTest.*:RedisFailover.*:RedisRecheckTest.*:RedisEngine/*")
 set(NEARDUP_THREADED "*Thread*:*Parallel*:*Concurren*:*BatchSearch*:*Determinis*:HttpServerTest.*")
 # RocksStoreTest.ConcurrentApplyFromFourThreads exercises RocksDB's own write
 # group (many threads calling DB::Write): the leader hands results back to

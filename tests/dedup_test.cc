@@ -311,7 +311,9 @@ TEST(Dedup, DeterministicAcrossThreadCountsAndBatchSizes) {
     ASSERT_LT(reference[i].duplicate_of, i);
     EXPECT_FALSE(reference[reference[i].duplicate_of].duplicate);
     // Within k, or found by the re-check with a passing similarity.
-    if (reference[i].distance > 3) EXPECT_GE(reference[i].similarity, 0.35);
+    if (reference[i].distance > 3) {
+      EXPECT_GE(reference[i].similarity, 0.35);
+    }
   }
 }
 

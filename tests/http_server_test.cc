@@ -12,7 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <span>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -41,10 +45,12 @@ class HttpServerTest : public ::testing::Test {
     engine_ = std::move(e).value();
   }
 
-  void Start(HttpServerOptions so = {}) {
+  void Start(HttpServerOptions so = {}) { StartOver(*engine_, so); }
+  // The server over `engine` (which must outlive the server).
+  void StartOver(Engine& engine, HttpServerOptions so = {}) {
     so.host = "127.0.0.1";
     so.port = 0;
-    server_ = std::make_unique<HttpServer>(*engine_, so);
+    server_ = std::make_unique<HttpServer>(engine, so);
     auto port = server_->Bind();
     ASSERT_TRUE(port.ok()) << port.status().ToString();
     port_ = port.value();
@@ -246,28 +252,124 @@ TEST_F(HttpServerTest, ManyConnectionsAtOnceAndClientsThatLeave) {
   EXPECT_LE(ns->checks, static_cast<uint64_t>(kConns));
 }
 
+// An Engine that holds every check until Release(): the requests are then
+// genuinely undecided (not yet seen by the real engine) for as long as a
+// test wants. Everything else goes straight to the wrapped engine.
+class GateEngine final : public Engine {
+ public:
+  explicit GateEngine(Engine& inner) : inner_(inner) {}
+
+  // Waits until `n` checks are held; false after 30 s (a bound, not a sleep).
+  bool WaitUntilHeld(int n) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, std::chrono::seconds(30), [&] { return held_ >= n; });
+  }
+  // Lets every held check (and every later one) through.
+  void Release() {
+    std::vector<Pending> pending;
+    {
+      std::lock_guard lk(mu_);
+      open_ = true;
+      pending.swap(pending_);
+    }
+    cv_.notify_all();
+    for (Pending& p : pending) inner_.CheckBatchAsync(p.ns, p.docs, p.mode, std::move(p.done));
+  }
+
+  void CheckBatchAsync(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
+                       CheckDone done) override {
+    {
+      std::lock_guard lk(mu_);
+      if (!open_) {
+        pending_.push_back(Pending{ns, std::vector<DocumentInput>(docs.begin(), docs.end()), mode, std::move(done)});
+        ++held_;
+        cv_.notify_all();
+        return;
+      }
+    }
+    inner_.CheckBatchAsync(ns, docs, mode, std::move(done));
+  }
+  bool CheckBatchAsyncNeverBlocks() const override { return true; }
+  Status CheckBatch(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
+                    std::vector<Result<CheckOutcome>>* out) override {
+    WaitOpen();
+    return inner_.CheckBatch(ns, docs, mode, out);
+  }
+  Result<CheckOutcome> Check(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
+    WaitOpen();
+    return inner_.Check(ns, doc, mode);
+  }
+
+  Status PutNamespace(const std::string& n, const NamespaceSettings& s, bool* c) override {
+    return inner_.PutNamespace(n, s, c);
+  }
+  Result<NamespaceStats> GetNamespace(const std::string& n) override { return inner_.GetNamespace(n); }
+  Status DeleteNamespace(const std::string& n) override { return inner_.DeleteNamespace(n); }
+  std::vector<std::string> ListNamespaces() override { return inner_.ListNamespaces(); }
+  Result<DocumentInfo> GetDocument(const std::string& n, const std::string& id) override {
+    return inner_.GetDocument(n, id);
+  }
+  Status DeleteDocument(const std::string& n, const std::string& id) override { return inner_.DeleteDocument(n, id); }
+  EngineMetrics Metrics() override { return inner_.Metrics(); }
+  Status Shutdown() override { return inner_.Shutdown(); }
+
+ private:
+  struct Pending {
+    std::string ns;
+    std::vector<DocumentInput> docs;
+    CheckMode mode;
+    CheckDone done;
+  };
+  void WaitOpen() {
+    std::unique_lock lk(mu_);
+    if (open_) return;
+    ++held_;
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return open_; });
+  }
+
+  Engine& inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int held_ = 0;
+  std::vector<Pending> pending_;
+};
+
 TEST_F(HttpServerTest, StopAnswersRequestsInFlightThenServeReturns) {
-  Start();
+  GateEngine gate(*engine_);
+  StartOver(gate);
   std::vector<int> fds;
   for (int i = 0; i < 20; ++i) {
     fds.push_back(Connect());
     SendAll(fds.back(), Check("s" + std::to_string(i), "stop test text number " + std::to_string(i) +
                                                            " with some words " + std::to_string(i * 31)));
   }
-  // Wait until every request was decided, then stop.
-  for (int i = 0; i < 200; ++i) {
-    auto ns = engine_->GetNamespace("t");
-    if (ns.ok() && ns->checks == 20) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // Every request was read and handed to the engine, none is decided yet.
+  ASSERT_TRUE(gate.WaitUntilHeld(20));
+  EXPECT_EQ(engine_->GetNamespace("t").status().code(), Status::Code::kNotFound) << "nothing decided yet";
+  std::atomic<bool> served{false};
+  std::thread serve([&] {
+    serve_thread_.join();
+    served = true;
+  });
   server_->Stop();
+  // Serve() must wait for the 20 undecided requests: it cannot have returned.
+  // (Checked before the release; if Stop() dropped them, the reads below fail.)
+  EXPECT_FALSE(served.load());
+  gate.Release();
   for (int fd : fds) {
     bool closed = false;
     const std::string in = ReadAnswers(fd, 1, &closed);
     EXPECT_EQ(in.rfind("HTTP/1.1 200", 0), 0u) << in;
     ::close(fd);
   }
-  serve_thread_.join();
+  serve.join();
+  EXPECT_TRUE(served.load());
+  auto ns = engine_->GetNamespace("t");
+  ASSERT_TRUE(ns.ok());
+  EXPECT_EQ(ns->checks, 20u);
+  EXPECT_EQ(ns->inserted + ns->duplicates, 20u);  // every one decided (the texts are near-duplicates)
   // A new connection is refused or closed at once.
   const int fd = rawsock::ConnectLoopback(port_);
   if (fd >= 0) {

@@ -39,7 +39,7 @@ class LocalEngineTest : public ::testing::Test {
     o.data_dir = dir_.string();
     o.sync = false;  // durability across kill -9 is tested in serve tests; this is logic
     o.default_settings.retention_seconds = retention_seconds;
-    o.sweep_interval_ms = 3'600'000;  // sweeps run when a test asks
+    o.sweep_interval_ms = 0;  // no sweeper thread: sweeps run when a test asks
     o.clock_ms = [this] { return now_.load(); };
     auto e = OpenLocalEngine(o);
     ASSERT_TRUE(e.ok()) << e.status().ToString();

@@ -258,7 +258,9 @@ TEST(NearDupSet, AnchorsAfterRemovalsAnswerAsARebuiltSet) {
     }
   }
   for (int i = 0; i < kDocs; ++i) {
-    if (!removed[i]) ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
+    if (!removed[i]) {
+      ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
+    }
   }
   EXPECT_EQ(mutated->size(), rebuilt->size());
   EXPECT_GT(ExpectSameAnswers(*mutated, *rebuilt, &gen, texts, removed), kDocs / 2);
@@ -298,7 +300,9 @@ TEST(NearDupSet, SketchRecordsMovedByExpiryAnswerAsARebuiltSet) {
   }
   auto rebuilt = std::move(NearDupSet::Create(o)).value();
   for (int i = 0; i < kDocs; ++i) {
-    if (!removed[i]) ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
+    if (!removed[i]) {
+      ASSERT_TRUE(rebuilt->Insert(static_cast<DocId>(i), sigs[i]).ok());
+    }
   }
   EXPECT_EQ(mutated->size(), rebuilt->size());
   EXPECT_EQ(mutated->sketches(), rebuilt->sketches());

@@ -439,7 +439,9 @@ TEST_F(RedisEngineTest, ExactlyOneKeptShortTextsViaAnchorsOrWideRadius) {
     const bool anchors = trials % 2 == 0;
     const std::string ns = UniqueNs(anchors ? "short-anchor" : "short-wide");
     auto& engines = trials % 4 < 2 ? calm : crashing;
-    if (!anchors) ASSERT_TRUE(engines[0]->PutNamespace(ns, wide, nullptr).ok());
+    if (!anchors) {
+      ASSERT_TRUE(engines[0]->PutNamespace(ns, wide, nullptr).ok());
+    }
     const auto texts = ShortNearDuplicateGroup(rng, 2 + trials % 3,
                                                anchors ? ShortGroupKind::kAnchorsOnly : ShortGroupKind::kWideRadiusOnly);
     ASSERT_GE(texts.size(), 2u);

@@ -23,8 +23,7 @@ struct DedupFlags {
   std::string clusters;
   std::string stats_json;
   int k = 3;
-  bool recheck = true;
-  RecheckOptions recheck_options;
+  RecheckOptions recheck_options;  // --recheck/--no-recheck: .enabled
   int threads = 0;
   size_t batch_size = 4096;
   bool quiet = false;
@@ -157,7 +156,6 @@ int RunDedup(const DedupFlags& f) {
   options.k = f.k;
   options.fingerprint = fp_options.value();
   options.recheck = f.recheck_options;
-  options.recheck.enabled = f.recheck;
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
   Deduplicator& dedup = *created.value();
@@ -280,35 +278,8 @@ int RunDedup(const DedupFlags& f) {
 
 }  // namespace
 
-void AddRecheckFlags(CLI::App* cmd, bool* enabled, RecheckOptions* o) {
-  cmd->add_flag("--recheck,!--no-recheck", *enabled,
-                "Length-aware policy (docs/ACCURACY.md): short texts search a wider radius and every "
-                "candidate pair with a short text must pass a character-shingle similarity re-check; "
-                "--no-recheck: every candidate within -k is a duplicate");
-  cmd->add_option("--short-threshold", o->short_max_chars,
-                  "A text is short when its normalized text has at most this many characters")
-      ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--short-k", o->short_k, "Hamming radius searched for short texts (at least -k is used)")
-      ->check(CLI::Range(0, kMaxSupportedK));
-  cmd->add_option("--min-similarity", o->min_similarity,
-                  "Re-check: duplicate when the estimated Jaccard similarity of the character shingles "
-                  "is at least this")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--min-similarity-small", o->min_similarity_small,
-                  "Re-check: the threshold instead when the smaller text has fewer than "
-                  "--small-text-shingles shingles")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--small-text-shingles", o->small_text_shingles, "See --min-similarity-small")
-      ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--anchors", o->anchors,
-                  "Anchor keys probed per document for candidates the fingerprint misses (0 = none)")
-      ->check(CLI::Range(0, static_cast<int>(kAnchorCount)));
-  cmd->add_option("--anchor-max-postings", o->anchor_max_postings,
-                  "An anchor shared by more kept documents than this becomes a stop key")
-      ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--sketch-max-chars", o->sketch_max_chars,
-                  "Kept texts up to this many characters keep their re-check sketch in memory")
-      ->check(CLI::Range(0, 1 << 30));
+void AddRecheckFlags(CLI::App* cmd, RecheckOptions* o) {
+  AddSettingFlags<RecheckOptions>(cmd, RecheckSettingTable(), o, "");
 }
 
 void AddDedupCommand(CLI::App& app, int* exit_code) {
@@ -329,7 +300,7 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Largest Hamming distance (inclusive) between fingerprints of near-duplicates")
       ->check(CLI::Range(0, kMaxSupportedK));
   AddFingerprintFlags(cmd, &f->fp, /*with_idf=*/true);
-  AddRecheckFlags(cmd, &f->recheck, &f->recheck_options);
+  AddRecheckFlags(cmd, &f->recheck_options);
   cmd->add_option("-t,--threads", f->threads,
                   "Worker threads for parsing and fingerprinting (0 = hardware concurrency, " +
                       std::to_string(ResolveThreads(0)) + " here); output is identical for any value")

@@ -41,8 +41,7 @@ struct EvalFlags {
   std::string errors_out;
   FingerprintFlags fp;
   int k = 3;
-  bool recheck = true;
-  RecheckOptions recheck_options;
+  RecheckOptions recheck_options;  // --recheck/--no-recheck: .enabled
   int runs = 1;
   bool by_level = false;
 };
@@ -261,13 +260,12 @@ int RunEval(const EvalFlags& f) {
     p.options.k = f.k;
     p.options.fingerprint = fp.value();
     p.options.recheck = f.recheck_options;
-    p.options.recheck.enabled = f.recheck;
-    p.sketch = f.recheck;
+    p.sketch = f.recheck_options.enabled;
     auto fpr = Fingerprinter::Create(p.options.fingerprint);
     if (!fpr.ok()) return Fail(fpr.status());
     const RecheckOptions& r = p.options.recheck;
     char buf[512];
-    if (f.recheck) {
+    if (f.recheck_options.enabled) {
       std::snprintf(buf, sizeof buf,
                     "%s, k=%d (short <= %d chars: k=%d) + %d anchors (stop at %d); re-check: Jaccard >= %.2f "
                     "(>= %.2f below %d shingles)",
@@ -402,7 +400,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-k,--max-distance", f->k, "Default policy: radius for long texts")
       ->check(CLI::Range(0, kMaxSupportedK));
   AddFingerprintFlags(cmd, &f->fp, /*with_idf=*/true);
-  AddRecheckFlags(cmd, &f->recheck, &f->recheck_options);
+  AddRecheckFlags(cmd, &f->recheck_options);
   cmd->add_option("--runs", f->runs, "Run each policy this many times; timings are the fastest run's")
       ->check(CLI::Range(1, 100));
   cmd->add_flag("--by-level", f->by_level, "Also print a table per bucket and edit level");

@@ -30,6 +30,7 @@
 #include "commands.h"
 #include "http/http_server.h"
 #include "neardup/engine/engine.h"
+#include "neardup/engine/settings.h"
 #include "neardup/engine/local_engine.h"
 #include "neardup/store/rocks_store.h"
 #include "neardup/redis/redis_engine.h"
@@ -50,11 +51,7 @@ struct ServeConfig {
   int64_t max_body_bytes = 1048576;
   int64_t max_batch = 1000;
   bool sync = true;
-  int default_k = 3;
-  std::string default_tokenizer = "mixed";
-  int default_cjk_ngram = 2;
-  std::string default_retention = "48h";
-  int default_max_matches = 10;
+  NamespaceSettings defaults;  // --default-* (NamespaceSettingTable)
   bool no_auto_create = false;
   int keep_alive_timeout = 5;
   int keep_alive_max = 1000;
@@ -63,28 +60,6 @@ struct ServeConfig {
   int64_t sweep_interval_ms = 1000;
   int64_t commit_delay_us = 500;
 };
-
-// "172800", "172800s", "2880m", "48h", "2d" -> seconds. 0 keeps forever.
-Result<int64_t> ParseDuration(const std::string& s) {
-  if (s.empty()) return Status::InvalidArgument("empty duration");
-  int64_t mult = 1;
-  std::string digits = s;
-  switch (s.back()) {
-    case 's': mult = 1; digits.pop_back(); break;
-    case 'm': mult = 60; digits.pop_back(); break;
-    case 'h': mult = 3600; digits.pop_back(); break;
-    case 'd': mult = 86400; digits.pop_back(); break;
-    default: break;
-  }
-  int64_t v = 0;
-  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v < 0 ||
-      v > INT64_MAX / 86400 / mult) {
-    return Status::InvalidArgument("invalid duration \"" + s +
-                                   "\": expected seconds, or a number with suffix s, m, h or d (e.g. 48h)");
-  }
-  return v * mult;
-}
 
 // "HOST:PORT" or "[IPV6]:PORT".
 Status ParseListen(const std::string& listen, std::string* host, int* port) {
@@ -169,21 +144,6 @@ const std::vector<Field>& Fields() {
       NEARDUP_FIELD("max-body-bytes", max_body_bytes, ReadInt),
       NEARDUP_FIELD("max-batch", max_batch, ReadInt),
       NEARDUP_FIELD("sync", sync, ReadBool),
-      NEARDUP_FIELD("default-k", default_k, ReadInt),
-      NEARDUP_FIELD("default-tokenizer", default_tokenizer, ReadString),
-      NEARDUP_FIELD("default-cjk-ngram", default_cjk_ngram, ReadInt),
-      Field{"default-retention",
-            [](const ServeConfig& f, ServeConfig* t) { t->default_retention = f.default_retention; },
-            [](const nlohmann::json& v, ServeConfig* t) {
-              if (v.is_number_integer()) {
-                int64_t s = 0;
-                if (!ReadInt(v, &s)) return false;
-                t->default_retention = std::to_string(s);
-                return true;
-              }
-              return ReadString(v, &t->default_retention);
-            }},
-      NEARDUP_FIELD("default-max-matches", default_max_matches, ReadInt),
       NEARDUP_FIELD("no-auto-create", no_auto_create, ReadBool),
       NEARDUP_FIELD("keep-alive-timeout", keep_alive_timeout, ReadInt),
       NEARDUP_FIELD("keep-alive-max", keep_alive_max, ReadInt),
@@ -197,6 +157,28 @@ const std::vector<Field>& Fields() {
 
 #undef NEARDUP_FIELD
 
+// The setting whose default the serve flag/config key `key` sets, if any.
+const Setting<NamespaceSettings>* DefaultsSetting(const std::string& key) {
+  for (const Setting<NamespaceSettings>& d : NamespaceSettingTable()) {
+    if (DefaultsFlagName(d) == key) return &d;
+  }
+  return nullptr;
+}
+
+// A config-file value of a --default-* key: its JSON type, or for durations,
+// choices and booleans also the flag's spelling as a string ("7d", "true").
+Status ApplyDefaultsValue(const Setting<NamespaceSettings>& d, const nlohmann::json& value, const std::string& path,
+                          NamespaceSettings* defaults) {
+  const bool as_text = value.is_string() && d.type != SettingType::kInt && d.type != SettingType::kDouble;
+  auto v = as_text ? ParseSettingText(d, value.get<std::string>()) : SettingValueFromJson(d, value.dump());
+  if (!v.ok()) {
+    return Status::InvalidArgument("config file " + path + ": key \"" + DefaultsFlagName(d) + "\": " +
+                                   v.status().message());
+  }
+  d.set(*defaults, v.value());
+  return Status::OK();
+}
+
 Status ApplyConfigFile(const std::string& path, ServeConfig* config) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IOError("cannot open config file " + path);
@@ -207,6 +189,10 @@ Status ApplyConfigFile(const std::string& path, ServeConfig* config) {
     return Status::InvalidArgument("config file " + path + " is not a JSON object");
   }
   for (const auto& [key, value] : j.items()) {
+    if (const Setting<NamespaceSettings>* d = DefaultsSetting(key)) {
+      NEARDUP_RETURN_IF_ERROR(ApplyDefaultsValue(*d, value, path, &config->defaults));
+      continue;
+    }
     const Field* field = nullptr;
     for (const Field& f : Fields()) {
       if (key == f.name) field = &f;
@@ -255,14 +241,7 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   NEARDUP_RETURN_IF_ERROR(Range("write-timeout", c.write_timeout, 1, 3600));
   NEARDUP_RETURN_IF_ERROR(Range("sweep-interval-ms", c.sweep_interval_ms, 10, 3600000));
   NEARDUP_RETURN_IF_ERROR(Range("commit-delay-us", c.commit_delay_us, 0, 100000));
-  NamespaceSettings s;
-  s.k = c.default_k;
-  s.tokenizer = c.default_tokenizer;
-  s.cjk_ngram = c.default_cjk_ngram;
-  auto retention = ParseDuration(c.default_retention);
-  if (!retention.ok()) return Status::InvalidArgument("--default-retention: " + retention.status().message());
-  s.retention_seconds = retention.value();
-  s.max_matches = c.default_max_matches;
+  const NamespaceSettings& s = c.defaults;
   if (Status v = s.Validate(); !v.ok()) return Status::InvalidArgument("default namespace settings: " + v.message());
 
   r.engine.data_dir = c.data;
@@ -391,15 +370,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "true: every acknowledged write is fsynced (group commit); false: faster, but a power "
                   "loss may lose the last acknowledged writes")
       ->default_str("true");
-  cmd->add_option("--default-k", flags->default_k,
-                  "k (largest Hamming distance of a near-duplicate, 0..8) of namespaces created without it");
-  cmd->add_option("--default-tokenizer", flags->default_tokenizer,
-                  "Tokenizer of new namespaces: 'mixed' or 'icu-words'");
-  cmd->add_option("--default-cjk-ngram", flags->default_cjk_ngram, "CJK n-gram length of new namespaces, 1..4");
-  cmd->add_option("--default-retention", flags->default_retention,
-                  "Retention of new namespaces: seconds, or with suffix s/m/h/d (48h, 7d); 0 keeps forever");
-  cmd->add_option("--default-max-matches", flags->default_max_matches,
-                  "Matches listed per answer in new namespaces, 1..1000");
+  // Defaults of new namespaces: generated, so none can be left out.
+  AddSettingFlags<NamespaceSettings>(cmd, NamespaceSettingTable(), &flags->defaults, "default-");
   cmd->add_flag("--no-auto-create", flags->no_auto_create,
                 "Unknown namespaces are 404 (default: created with the default settings on first use)");
   cmd->add_option("--keep-alive-timeout", flags->keep_alive_timeout,
@@ -424,6 +396,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
     }
     for (const Field& f : Fields()) {
       if (cmd->count(std::string("--") + f.name) > 0) f.copy(*flags, &config);
+    }
+    for (const Setting<NamespaceSettings>& d : NamespaceSettingTable()) {
+      if (cmd->count("--" + DefaultsFlagName(d)) > 0) d.set(config.defaults, d.get(flags->defaults));
     }
     auto resolved = Resolve(config);
     if (!resolved.ok()) {

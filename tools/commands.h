@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "neardup/text/fingerprint.h"
 #include "neardup/text/idf.h"
 #include "neardup/dedup/near_dup_set.h"
+#include "neardup/dedup/setting.h"
 #include "neardup/util/status.h"
 
 namespace neardup::cli {
@@ -76,9 +78,51 @@ void AddEvalCommand(CLI::App& app, int* exit_code);   // tools/cmd_eval.cc
 
 // The re-check policy flags (--recheck, --short-threshold, ...), shared by
 // dedup and eval; defined in tools/cmd_dedup.cc.
-void AddRecheckFlags(CLI::App* cmd, bool* enabled, RecheckOptions* options);
+void AddRecheckFlags(CLI::App* cmd, RecheckOptions* options);
 
 // ---- shared flags ----------------------------------------------------------
+
+// The --help placeholder of a setting's value.
+inline std::string SettingTypeName(const SettingSpec& d) {
+  switch (d.type) {
+    case SettingType::kBool: return "BOOLEAN";
+    case SettingType::kInt: return "INT";
+    case SettingType::kDouble: return "FLOAT";
+    case SettingType::kDuration: return "DURATION";
+    case SettingType::kChoice: break;
+  }
+  std::string s;
+  for (const std::string& c : d.choices) s += (s.empty() ? "{" : ",") + c;
+  return s + "}";
+}
+
+// The flags of a setting table (neardup/dedup/setting.h): "--" + prefix +
+// flag, each checked against its descriptor's type and range and stored
+// into *target when given. A kBool setting is a pair --x / --no-x when
+// prefix is empty (the batch program), else an option taking true/false.
+template <typename S>
+void AddSettingFlags(CLI::App* cmd, std::span<const Setting<S>> table, S* target, const std::string& prefix) {
+  const S defaults{};
+  for (const Setting<S>& d : table) {
+    const std::string name = "--" + prefix + d.flag;
+    if (d.type == SettingType::kBool && prefix.empty()) {
+      cmd->add_flag_callback(name, [&d, target] { d.set(*target, true); }, d.doc + " (default)");
+      cmd->add_flag_callback("--no-" + d.flag, [&d, target] { d.set(*target, false); }, "Turns " + name + " off");
+      continue;
+    }
+    cmd->add_option_function<std::string>(
+           name,
+           [&d, target](const std::string& text) {
+             auto v = ParseSettingText(d, text);
+             if (!v.ok()) throw CLI::ValidationError(v.status().message());
+             d.set(*target, v.value());
+           },
+           d.doc)
+        ->default_str(SettingValueText(d.get(defaults)))
+        ->type_name(SettingTypeName(d));
+  }
+}
+
 
 struct FingerprintFlags {
   std::string tokenizer = "mixed";

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <string>
 
+#include "neardup/dedup/setting.h"
 #include "util/hash.h"
 #include "util/segmented_table.h"
 
@@ -249,25 +250,6 @@ class NearDupSet::Tables {
 
 namespace {
 
-Status ValidateRecheck(const RecheckOptions& r) {
-  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
-  if (r.short_k < 0 || r.short_k > kMaxSupportedK) {
-    return bad("short_k must be in [0, " + std::to_string(kMaxSupportedK) + "], got " + std::to_string(r.short_k));
-  }
-  if (r.short_max_chars < 0) return bad("short_max_chars must be >= 0");
-  if (r.sketch_max_chars < 0) return bad("sketch_max_chars must be >= 0");
-  if (r.anchors < 0 || r.anchors > static_cast<int>(kAnchorCount)) {
-    return bad("anchors must be in [0, " + std::to_string(kAnchorCount) + "]");
-  }
-  if (r.anchor_max_postings < 0) return bad("anchor_max_postings must be >= 0");
-  if (!(r.min_similarity >= 0 && r.min_similarity <= 1)) return bad("min_similarity must be in [0, 1]");
-  if (!(r.min_similarity_small >= 0 && r.min_similarity_small <= 1)) {
-    return bad("min_similarity_small must be in [0, 1]");
-  }
-  if (r.small_text_shingles < 0) return bad("small_text_shingles must be >= 0");
-  return Status::OK();
-}
-
 int LargestRadius(const NearDupOptions& o) { return o.recheck.enabled ? std::max(o.k, o.recheck.short_k) : o.k; }
 
 // Record layout in the sketch arena.
@@ -292,7 +274,7 @@ Status NearDupSet::ValidateOptions(const NearDupOptions& o) {
     return Status::InvalidArgument("k must be in [0, " + std::to_string(kMaxSupportedK) + "], got " +
                                    std::to_string(o.k));
   }
-  return ValidateRecheck(o.recheck);
+  return ValidateSettings(RecheckSettingTable(), o.recheck);
 }
 
 Result<std::unique_ptr<NearDupSet>> NearDupSet::Create(const NearDupOptions& options) {
@@ -525,7 +507,7 @@ Status NearDupSet::set_k(int k) {
 }
 
 Status NearDupSet::SetPolicy(const RecheckOptions& recheck) {
-  NEARDUP_RETURN_IF_ERROR(ValidateRecheck(recheck));
+  NEARDUP_RETURN_IF_ERROR(ValidateSettings(RecheckSettingTable(), recheck));
   if (recheck.sketch_max_chars != options_.recheck.sketch_max_chars) {
     return Status::FailedPrecondition("sketch_max_chars is fixed when the set is created");
   }

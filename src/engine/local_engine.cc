@@ -14,6 +14,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -436,49 +437,22 @@ class LocalEngine final : public Engine {
     committer_ = std::make_unique<Committer>(store_.get(), options_.max_commit_batch,
                                              std::chrono::microseconds(options_.commit_delay_us),
                                              [this](const std::vector<StoreWrite>& w) { ForgetFailed(w); });
-    sweeper_ = std::thread([this] { SweepLoop(); });
+    if (options_.sweep_interval_ms > 0) sweeper_ = std::thread([this] { SweepLoop(); });
     return Status::OK();
   }
 
   // ---- namespaces -----------------------------------------------------------
 
   Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
-    NEARDUP_RETURN_IF_ERROR(settings.Validate());
-    uint64_t seq = 0;
-    {
-      std::unique_lock lk(namespaces_mu_);
-      auto it = namespaces_.find(name);
-      if (it == namespaces_.end()) {
-        auto ns = NewNamespace(name, settings);
-        if (!ns.ok()) return ns.status();
-        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings, *(*ns)->fingerprinter));
-        namespaces_.emplace(name, std::move(ns).value());
-        if (created) *created = true;
-      } else {
-        Namespace& n = *it->second;
-        std::lock_guard nl(n.mu);
-        const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
-        if (scheme_change) {
-          if (n.set->size() > 0) {
-            return Status::FailedPrecondition("namespace \"" + name +
-                                              "\" holds documents: changing tokenizer or cjk_ngram would mix "
-                                              "fingerprint schemes (delete the namespace first)");
-          }
-          auto fp = MakeFingerprinter(settings);
-          if (!fp.ok()) return fp.status();
-          n.fingerprinter = std::move(fp).value();
-        }
-        NEARDUP_RETURN_IF_ERROR(n.set->set_k(settings.k));
-        NEARDUP_RETURN_IF_ERROR(n.set->SetPolicy(settings.recheck));
-        n.settings = settings;
-        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings, *n.fingerprinter));
-        if (created) *created = false;
-      }
-    }
-    return committer_->Wait(seq);
+    return Modify(name, [&](const NamespaceSettings*) -> Result<NamespaceSettings> { return settings; }, created);
+  }
+
+  Status UpdateNamespace(const std::string& name, std::string_view patch, const NamespaceSettings& defaults,
+                         bool* created) override {
+    auto merge = [&](const NamespaceSettings* current) {
+      return NamespaceSettings::FromJson(patch, current ? *current : defaults);
+    };
+    return Modify(name, merge, created);
   }
 
   Result<NamespaceStats> GetNamespace(const std::string& name) override {
@@ -631,11 +605,71 @@ class LocalEngine final : public Engine {
     return Status::OK();
   }
 
-  // For tests: run one retention sweep now.
-  void SweepNow() { SweepOnce(); }
+  // SweepExpiredForTesting(): one sweep now; waits for its deletions.
+  Status SweepNow() {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    const uint64_t last = SweepOnce();
+    return last == 0 ? Status::OK() : committer_->Wait(last);
+  }
 
  private:
   static Status Unavailable() { return Status::Unavailable("the server is shutting down"); }
+
+  // The new settings from the current ones (nullptr: no such namespace).
+  using SettingsMerge = std::function<Result<NamespaceSettings>(const NamespaceSettings* current)>;
+
+  // Creates or updates the namespace with merge()'s settings, all under the
+  // namespace locks so that no other change lands between read and write.
+  Status Modify(const std::string& name, const SettingsMerge& merge, bool* created) {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    uint64_t seq = 0;
+    {
+      std::unique_lock lk(namespaces_mu_);
+      auto it = namespaces_.find(name);
+      if (it == namespaces_.end()) {
+        auto settings = merge(nullptr);
+        if (!settings.ok()) return settings.status();
+        NEARDUP_RETURN_IF_ERROR(settings->Validate());
+        auto ns = NewNamespace(name, settings.value());
+        if (!ns.ok()) return ns.status();
+        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings.value(), *(*ns)->fingerprinter));
+        namespaces_.emplace(name, std::move(ns).value());
+        if (created) *created = true;
+      } else {
+        Namespace& n = *it->second;
+        std::lock_guard nl(n.mu);
+        auto settings = merge(&n.settings);
+        if (!settings.ok()) return settings.status();
+        NEARDUP_RETURN_IF_ERROR(settings->Validate());
+        NEARDUP_RETURN_IF_ERROR(ApplyLocked(name, n, settings.value()));
+        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(n.settings, *n.fingerprinter));
+        if (created) *created = false;
+      }
+    }
+    return committer_->Wait(seq);
+  }
+
+  // New settings of an existing namespace; n.mu held.
+  Status ApplyLocked(const std::string& name, Namespace& n, const NamespaceSettings& settings) {
+    const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
+    if (scheme_change) {
+      if (n.set->size() > 0) {
+        return Status::FailedPrecondition("namespace \"" + name +
+                                          "\" holds documents: changing tokenizer or cjk_ngram would mix "
+                                          "fingerprint schemes (delete the namespace first)");
+      }
+      auto fp = MakeFingerprinter(settings);
+      if (!fp.ok()) return fp.status();
+      n.fingerprinter = std::move(fp).value();
+    }
+    NEARDUP_RETURN_IF_ERROR(n.set->set_k(settings.k));
+    NEARDUP_RETURN_IF_ERROR(n.set->SetPolicy(settings.recheck));
+    n.settings = settings;
+    return Status::OK();
+  }
 
   static Status ValidateInput(const DocumentInput& d) {
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(d.id));
@@ -865,8 +899,10 @@ class LocalEngine final : public Engine {
   }
 
   // Pops expired documents off the front of every namespace, a bounded chunk
-  // per lock hold so checks are never stalled for long.
-  void SweepOnce() {
+  // per lock hold so checks are never stalled for long. Returns the sequence
+  // number of the last deletion it queued (0: none).
+  uint64_t SweepOnce() {
+    uint64_t last_seq = 0;
     std::vector<std::shared_ptr<Namespace>> all;
     {
       std::shared_lock lk(namespaces_mu_);
@@ -885,7 +921,7 @@ class LocalEngine final : public Engine {
           DocMeta& front = ns->docs.front();
           if (front.live) {
             if (front.timestamp_ms >= cutoff) break;
-            RemoveLocked(*ns, ns->first_number, front);
+            last_seq = std::max(last_seq, RemoveLocked(*ns, ns->first_number, front));
             ++ns->counters.expired;
             ++ns->expired_since_compact;
           }
@@ -902,6 +938,7 @@ class LocalEngine final : public Engine {
       }
       if (compact) (void)store_->Compact(ns->name);  // reclaims the deleted records' disk
     }
+    return last_seq;
   }
 
   LocalEngineOptions options_;
@@ -919,6 +956,12 @@ class LocalEngine final : public Engine {
 };
 
 }  // namespace
+
+Status SweepExpiredForTesting(Engine& engine) {
+  auto* local = dynamic_cast<LocalEngine*>(&engine);
+  if (local == nullptr) return Status::InvalidArgument("SweepExpiredForTesting: not a local engine");
+  return local->SweepNow();
+}
 
 Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options,
                                                 std::unique_ptr<DocumentStore> store) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -362,56 +363,15 @@ class RedisClusterEngine final : public Engine {
   // ---- namespaces -----------------------------------------------------------
 
   Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
-    NEARDUP_RETURN_IF_ERROR(settings.Validate());
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      auto current = Load(name);
-      if (!current.ok() && current.status().code() != Status::Code::kNotFound) return current.status();
-      if (!current.ok()) {
-        auto made = Create(name, settings);
-        if (!made.ok()) return made.status();
-        if (made.value()) {
-          if (created) *created = true;
-          return Status::OK();
-        }
-        continue;  // created by someone else meanwhile: update it
-      }
-      const NsInfo& n = *current.value();
-      const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
-      if (scheme_change && Documents(n) > 0) {
-        return Status::FailedPrecondition("namespace \"" + name +
-                                          "\" holds documents: changing tokenizer or cjk_ngram would mix "
-                                          "fingerprint schemes (delete the namespace first)");
-      }
-      if (settings.k > n.layout.design_k) {
-        return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for k <= " +
-                                          std::to_string(n.layout.design_k) +
-                                          " (docs/cluster.md); recreate it to raise k to " + std::to_string(settings.k));
-      }
-      // The short-text radius reads the same tables: past the layout's
-      // radius a pair within short_k could share no table.
-      if (settings.recheck.short_k > n.layout.design_k) {
-        return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for radii <= " +
-                                          std::to_string(n.layout.design_k) +
-                                          " (docs/cluster.md); recreate it to raise recheck.short_k to " +
-                                          std::to_string(settings.recheck.short_k));
-      }
-      auto fp = MakeFingerprinter(settings);
-      if (!fp.ok()) return fp.status();
-      const std::string raw = EncodeNs(settings, *fp.value(), n.gen, n.window_ms, n.layout, n.anchor_bits);
-      // Only over the record we read (a concurrent delete or re-create wins).
-      std::vector<RedisCommand> cmds = {Cmd({"SET", NsKey(name), raw, "XX", "GET"})};
-      std::vector<RedisReply> r;
-      NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
-      NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET namespace"));
-      if (r[0].is_nil()) continue;  // deleted meanwhile
-      Forget(name);
-      if (created) *created = false;
-      return Status::OK();
-    }
-    return Status::Unavailable("namespace \"" + name + "\" keeps changing; retry");
+    return Modify(name, [&](const NamespaceSettings*) -> Result<NamespaceSettings> { return settings; }, created);
+  }
+
+  Status UpdateNamespace(const std::string& name, std::string_view patch, const NamespaceSettings& defaults,
+                         bool* created) override {
+    auto merge = [&](const NamespaceSettings* current) {
+      return NamespaceSettings::FromJson(patch, current ? *current : defaults);
+    };
+    return Modify(name, merge, created);
   }
 
   Result<NamespaceStats> GetNamespace(const std::string& name) override {
@@ -601,6 +561,75 @@ class RedisClusterEngine final : public Engine {
   void Forget(const std::string& name) {
     std::lock_guard lk(cache_mu_);
     cache_.erase(name);
+  }
+
+  // The new settings from the current ones (nullptr: no such namespace).
+  using SettingsMerge = std::function<Result<NamespaceSettings>(const NamespaceSettings* current)>;
+
+  // Creates or updates the namespace with merge()'s settings. The record is
+  // replaced only if it is still the one merged (compare-and-set), so no
+  // other instance's change lands between read and write; else it retries.
+  Status Modify(const std::string& name, const SettingsMerge& merge, bool* created) {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      auto current = Load(name, /*fresh=*/true);
+      if (!current.ok() && current.status().code() != Status::Code::kNotFound) return current.status();
+      auto settings = merge(current.ok() ? &current.value()->settings : nullptr);
+      if (!settings.ok()) return settings.status();
+      NEARDUP_RETURN_IF_ERROR(settings->Validate());
+      auto done = current.ok() ? Replace(*current.value(), settings.value()) : Create(name, settings.value());
+      if (!done.ok()) return done.status();
+      if (!done.value()) continue;  // changed, created or deleted meanwhile: merge again
+      if (created) *created = !current.ok();
+      return Status::OK();
+    }
+    return Status::Unavailable("namespace \"" + name + "\" keeps changing; retry");
+  }
+
+  // Compare-and-set of a namespace record: replaced only while it is `old`.
+  static constexpr const char* kReplaceIfScript =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0";
+
+  // False if the record is no longer `n` (the caller merges again).
+  Result<bool> Replace(const NsInfo& n, const NamespaceSettings& settings) {
+    NEARDUP_RETURN_IF_ERROR(CheckChange(n, settings));
+    auto fp = MakeFingerprinter(settings);
+    if (!fp.ok()) return fp.status();
+    const std::string raw = EncodeNs(settings, *fp.value(), n.gen, n.window_ms, n.layout, n.anchor_bits);
+    const std::string key = NsKey(n.name);
+    std::vector<RedisCommand> cmds = {RedisCommand{{"EVAL", kReplaceIfScript, "1", key, n.raw, raw}, key}};
+    std::vector<RedisReply> r;
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
+    NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "replace namespace"));
+    Forget(n.name);
+    return r[0].type == RedisReply::Type::kInteger && r[0].integer == 1;
+  }
+
+  // kFailedPrecondition for a change the namespace's data cannot follow.
+  Status CheckChange(const NsInfo& n, const NamespaceSettings& settings) {
+    const std::string& name = n.name;
+    const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
+    if (scheme_change && Documents(n) > 0) {
+      return Status::FailedPrecondition("namespace \"" + name +
+                                        "\" holds documents: changing tokenizer or cjk_ngram would mix "
+                                        "fingerprint schemes (delete the namespace first)");
+    }
+    if (settings.k > n.layout.design_k) {
+      return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for k <= " +
+                                        std::to_string(n.layout.design_k) +
+                                        " (docs/cluster.md); recreate it to raise k to " + std::to_string(settings.k));
+    }
+    // The short-text radius reads the same tables: past the layout's
+    // radius a pair within short_k could share no table.
+    if (settings.recheck.short_k > n.layout.design_k) {
+      return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for radii <= " +
+                                        std::to_string(n.layout.design_k) +
+                                        " (docs/cluster.md); recreate it to raise recheck.short_k to " +
+                                        std::to_string(settings.recheck.short_k));
+    }
+    return Status::OK();
   }
 
   // True if this call created it; false if it already existed.

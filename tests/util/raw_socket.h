@@ -16,10 +16,14 @@
 
 namespace neardup::rawsock {
 
-// A blocking TCP connection to 127.0.0.1:port, or -1.
-inline int ConnectLoopback(int port) {
+// A blocking TCP connection to 127.0.0.1:port, or -1. receive_buffer > 0
+// caps the socket's receive buffer (SO_RCVBUF, set before connecting so the
+// advertised window stays that small): a peer that sends more than fits
+// waits for the test to read.
+inline int ConnectLoopback(int port, int receive_buffer = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return -1;
+  if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));

@@ -51,6 +51,10 @@ struct RecheckOptions {
   // keep their sketch (and anchors) in memory; the others are matched by
   // fingerprint distance <= k only. Fixed at NearDupSet::Create().
   int sketch_max_chars = 1 << 30;
+
+  // Field by field, so that a field without a descriptor (setting.h) still
+  // counts.
+  friend bool operator==(const RecheckOptions&, const RecheckOptions&) = default;
 };
 
 struct NearDupOptions {

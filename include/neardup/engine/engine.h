@@ -35,28 +35,10 @@
 #include <vector>
 
 #include "neardup/dedup/near_dup_set.h"
+#include "neardup/engine/settings.h"
 #include "neardup/util/status.h"
 
 namespace neardup {
-
-struct NamespaceSettings {
-  int k = 3;                              // 0..8
-  std::string tokenizer = "mixed";        // "mixed" | "icu-words"
-  int cjk_ngram = 2;                      // 1..4
-  int64_t retention_seconds = 48 * 3600;  // 0 keeps documents forever
-  int max_matches = 10;                   // matches listed per answer, 1..1000
-  // The length-aware re-check policy (near_dup_set.h, docs/ACCURACY.md); in
-  // JSON an object "recheck" with any subset of its fields but
-  // sketch_max_chars, which the service leaves at its default.
-  RecheckOptions recheck;
-
-  // Parses a JSON object with any subset of the fields above (others are
-  // kInvalidArgument); missing fields keep the values of `base`.
-  static Result<NamespaceSettings> FromJson(std::string_view json, const NamespaceSettings& base);
-  std::string ToJson() const;
-  Status Validate() const;
-  friend bool operator==(const NamespaceSettings& a, const NamespaceSettings& b) { return a.ToJson() == b.ToJson(); }
-};
 
 // Namespace names: 1..64 characters of [A-Za-z0-9_.-].
 Status ValidateNamespaceName(std::string_view name);
@@ -129,6 +111,13 @@ class Engine {
   // kFailedPrecondition (it would mix fingerprint schemes); k, retention and
   // max_matches may change at any time.
   virtual Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) = 0;
+  // Merges `patch` (a JSON object with any subset of the settings, read as
+  // NamespaceSettings::FromJson does) over the namespace's current settings,
+  // or over `defaults` when it does not exist (then creates it), and applies
+  // the result as PutNamespace would. Read, merge and apply are one atomic
+  // step: concurrent updates of different fields never undo each other.
+  virtual Status UpdateNamespace(const std::string& name, std::string_view patch,
+                                 const NamespaceSettings& defaults, bool* created) = 0;
   virtual Result<NamespaceStats> GetNamespace(const std::string& name) = 0;
   // Deletes the namespace and every document in it.
   virtual Status DeleteNamespace(const std::string& name) = 0;

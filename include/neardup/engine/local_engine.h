@@ -30,7 +30,9 @@ struct LocalEngineOptions {
   bool sync = true;                     // fsync per group commit
   NamespaceSettings default_settings;   // for auto-created namespaces
   bool auto_create = true;              // unknown namespaces are created on first use
-  int64_t sweep_interval_ms = 1000;     // retention sweeper period
+  // Retention sweeper period; 0 (or less): no sweeper thread, sweeps run only
+  // when SweepExpiredForTesting() asks (expired documents still never match).
+  int64_t sweep_interval_ms = 1000;
   size_t max_commit_batch = 4096;       // writes per group commit
   // Under load (the previous group commit held more than one write), the
   // committer waits up to this long for more writes before the next fsync.
@@ -46,6 +48,13 @@ struct LocalEngineOptions {
 // neardup/store/rocks_store.h.
 Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options,
                                                 std::unique_ptr<DocumentStore> store);
+
+// Tests: runs one retention sweep of every namespace now, on the calling
+// thread (what the sweeper thread does every sweep_interval_ms): removes the
+// documents older than their namespace's retention at options.clock_ms()
+// from memory and the store, and returns once those deletions are durable
+// (their status). kInvalidArgument if `engine` is not a local engine.
+Status SweepExpiredForTesting(Engine& engine);
 
 }  // namespace neardup
 
