@@ -108,7 +108,9 @@ class RedisRecheckTest : public SharedRedisClusterTest {
       EXPECT_EQ(l.matches[i].id, r.matches[i].id) << what << " match " << i;
       EXPECT_EQ(l.matches[i].distance, r.matches[i].distance) << what << " match " << i;
       EXPECT_EQ(l.matches[i].exact, r.matches[i].exact) << what << " match " << i;
-      if (similarities) EXPECT_DOUBLE_EQ(l.matches[i].similarity, r.matches[i].similarity) << what << " match " << i;
+      if (similarities) {
+        EXPECT_DOUBLE_EQ(l.matches[i].similarity, r.matches[i].similarity) << what << " match " << i;
+      }
     }
   }
 
@@ -148,8 +150,11 @@ TEST_F(RedisRecheckTest, LabelledSampleDecidedAsTheEmbeddedStore) {
     std::printf("[          ] recheck %s: %d of %zu duplicates, %d of them more than 3 bits away\n",
                 enabled ? "on" : "off", dups, docs.size(), beyond_k);
     // The stream holds what only the policy finds (anchors: short_k = k here).
-    if (enabled) EXPECT_GT(beyond_k, 50);
-    if (!enabled) EXPECT_EQ(beyond_k, 0);
+    if (enabled) {
+      EXPECT_GT(beyond_k, 50);
+    } else {
+      EXPECT_EQ(beyond_k, 0);
+    }
   }
 }
 
