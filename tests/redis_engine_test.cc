@@ -293,10 +293,33 @@ struct RaceResult {
   int kept = 0;
   bool ok = true;
   std::string why;
-  // Two checks were in flight at once: the trial exercised the race, not
-  // one check after another (a loaded machine may serialize the threads).
+  // Two checks had their pending records in the store at once (each past
+  // its "appended" step, neither answered): the fenced protocol had to
+  // decide between them. A loaded machine may serialize the threads, and
+  // a trial whose checks ran one after another tested nothing.
   bool raced = false;
 };
+
+// Checks with a pending record right now, across every engine of a test
+// (Staller marks a thread at its "appended" step; Race clears the mark when
+// the thread's check returns).
+std::atomic<int> g_pending{0}, g_most_pending{0};
+thread_local bool t_pending = false;
+
+void MarkPending() {
+  if (t_pending) return;
+  t_pending = true;
+  const int now = g_pending.fetch_add(1) + 1;
+  int most = g_most_pending.load();
+  while (now > most && !g_most_pending.compare_exchange_weak(most, now)) {
+  }
+}
+
+void ClearPending() {
+  if (!t_pending) return;
+  t_pending = false;
+  g_pending.fetch_sub(1);
+}
 
 // Sends `texts` at the same moment from one thread each, alternating
 // between the engines; a check that fails with kUnavailable (an abandoned
@@ -306,26 +329,22 @@ RaceResult Race(std::vector<Engine*> engines, const std::string& ns, const std::
   const size_t n = texts.size();
   std::vector<Result<CheckOutcome>> answers(n, Status::Unavailable("not run"));
   std::barrier start(static_cast<std::ptrdiff_t>(n));
-  std::atomic<int> in_flight{0}, most_in_flight{0};
+  g_most_pending = 0;
   std::vector<std::thread> threads;
   for (size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
       start.arrive_and_wait();
       for (int attempt = 0; attempt < 30; ++attempt) {
         Engine* e = engines[(i + attempt) % engines.size()];
-        const int now = in_flight.fetch_add(1) + 1;
-        int most = most_in_flight.load();
-        while (now > most && !most_in_flight.compare_exchange_weak(most, now)) {
-        }
         answers[i] = e->Check(ns, {DocName(i), texts[i], std::nullopt}, CheckMode::kCheckAndInsert);
-        in_flight.fetch_sub(1);
+        ClearPending();
         if (answers[i].ok() || answers[i].status().code() != Status::Code::kUnavailable) break;
       }
     });
   }
   for (auto& t : threads) t.join();
   RaceResult r;
-  r.raced = most_in_flight.load() >= 2;
+  r.raced = g_most_pending.load() >= 2;
   std::string kept_id;
   for (size_t i = 0; i < n; ++i) {
     if (!answers[i].ok()) {
@@ -365,7 +384,8 @@ constexpr int kMinRacedTrials = 10;
 std::function<bool(std::string_view)> Staller(uint64_t seed, double abandon_probability) {
   auto rng = std::make_shared<std::mt19937_64>(seed);
   auto mu = std::make_shared<std::mutex>();
-  return [rng, mu, abandon_probability](std::string_view) {
+  return [rng, mu, abandon_probability](std::string_view step) {
+    if (step == "appended") MarkPending();
     int sleep_us = 0;
     bool abandon = false;
     {
