@@ -412,7 +412,7 @@ struct CheckRun {
     sketched = rc().enabled && sig.has_sketch();
     // Fingerprint records are kept up to the widest radius a pair with this
     // document can use: max(k, short_k) when either text is short. Whether a
-    // candidate is short is known from its metadata (FilterByPairRule).
+    // candidate is short is known from its metadata (step 3).
     read_radius = sketched ? std::max(k, rc().short_k) : k;
     // Its first `anchors` anchors, appended and looked up: both sides of a
     // pair use the same rule, so a pair sharing one shares a key.
@@ -552,7 +552,7 @@ bool Measure(const CheckRun& run, Candidate* c) {
   return d.duplicate;
 }
 
-// Step 3: the pair rule (the one NearDupSet applies). A candidate that is
+// Step 3, Look: the pair rule (the one NearDupSet applies). A candidate that is
 // not a near-duplicate is dropped here, so it is never waited on or fenced.
 // Candidates without metadata stay (and are ignored later as expired): a
 // record whose metadata is not visible yet belongs to a check whose step 1
@@ -920,21 +920,24 @@ class RedisClusterEngine final : public Engine {
 
   // ---- the check ----------------------------------------------------------------
   //
-  // The fenced protocol (docs/cluster.md has the whole argument):
-  //   1. AppendPending: check our view of the namespace, look the id up
-  //      (a retried request replays its answer) and, when storing, write our
-  //      pending record (metadata with a lease) and APPEND it to every
+  // The fenced protocol, in the steps of docs/cluster.md (which has the
+  // whole argument and the failure cases):
+  //   1. Write (AppendPending): check our view of the namespace, look the id
+  //      up (a retried request replays its answer) and, when storing, write
+  //      our pending record (metadata with a lease) and APPEND it to every
   //      bucket and anchor bucket we live in; a replica acknowledges it.
-  //   2. GatherCandidates: read every bucket and anchor bucket of every live
-  //      window; ReadCandidates reads their metadata and status.
-  //   3. FilterByPairRule: drop what the pair rule (DecidePair) rejects.
-  //   4. CollectKept: the kept candidates are our matches. With none, and
-  //      when inserting, ResolvePending settles pending candidates in id
-  //      order: wait for an older one while its lease runs, else fence it
-  //      (status "R<our id>", SET NX).
-  //   5. Commit: SET NX our own status, "K" if nothing was kept, else
-  //      rejected; if a peer fenced us first, AdoptFencer answers with it.
-  //   6. Answer: the matches in NearDupSet's order (RanksBefore).
+  //   2. Read (GatherCandidates): every bucket and anchor bucket of every
+  //      live window, after all of step 1.
+  //   3. Look (ReadCandidates, FilterByPairRule, CollectKept): metadata and
+  //      status of each candidate; drop what the pair rule (DecidePair)
+  //      rejects; the kept ones are our matches.
+  //   4. Resolve (ResolvePending): with no match, and when inserting, settle
+  //      pending candidates in id order: wait for an older one while its
+  //      lease runs, else fence it (status "R<our id>", SET NX).
+  //   5. Commit (Commit, Publish, AdoptFencer): SET NX our own status, kept
+  //      if nothing was, else rejected; if a peer fenced us first, we are
+  //      its duplicate when it was kept, else 503.
+  //   Then Answer: the matches in NearDupSet's order (RanksBefore).
   // Why exactly one of concurrent near-duplicates is kept: each appends
   // (step 1, acknowledged) before it reads (step 2), and two near-duplicates
   // share a key both append to and both read, so at least one of them sees
@@ -993,7 +996,7 @@ class RedisClusterEngine final : public Engine {
     return keys;
   }
 
-  // Step 1 (round 1). Everything of ours is written before step 2 reads
+  // Step 1, Write. Everything of ours is written before step 2 reads
   // anything: the order the exactly-one argument rests on.
   Status AppendPending(CheckRun& run, bool* stale) {
     const NsInfo& n = run.n;
@@ -1057,7 +1060,7 @@ class RedisClusterEngine final : public Engine {
     for (uint32_t p : run.prefixes) expire(AnchorKey(n, p, w));
   }
 
-  // Step 2 (round 2): every bucket (all tables, all live windows) and anchor
+  // Step 2, Read: every bucket (all tables, all live windows) and anchor
   // bucket, filtered by popcount and exact anchor here, not in Redis. The
   // candidates come out in id order: the order ResolvePending settles them
   // in, so that every check waits on older ids only.
@@ -1097,7 +1100,7 @@ class RedisClusterEngine final : public Engine {
     return Status::OK();
   }
 
-  // Step 4: the kept, unexpired candidates are the matches. Our own earlier
+  // Step 3, Look: the kept, unexpired candidates are the matches. Our own earlier
   // attempt among them (its id key not written yet, or its answer lost)
   // makes this a replay.
   Status CollectKept(CheckRun& run) {
@@ -1109,7 +1112,7 @@ class RedisClusterEngine final : public Engine {
     return Status::OK();
   }
 
-  // Step 4, nothing kept: settles pending candidates in id order until one
+  // Step 4, Resolve: settles pending candidates in id order until one
   // is kept (then we are its duplicate).
   Status ResolvePending(CheckRun& run) {
     for (Candidate& c : run.cands) {
@@ -1124,7 +1127,7 @@ class RedisClusterEngine final : public Engine {
     return Status::OK();
   }
 
-  // Step 5: our status, decided once. kInsertAlways keeps unconditionally
+  // Step 5, Commit: our status, decided once. kInsertAlways keeps unconditionally
   // (a plain SET); otherwise SET NX: "K" when nothing was kept, else our own
   // rejection. A value already there means a peer fenced us first.
   Status Commit(CheckRun& run) {
@@ -1175,7 +1178,7 @@ class RedisClusterEngine final : public Engine {
     return Status::OK();
   }
 
-  // Step 6, in NearDupSet's order: the oldest document with the same text,
+  // The answer, in NearDupSet's order: the oldest document with the same text,
   // then the most similar (re-check on), then the nearest, then the oldest.
   Result<CheckOutcome> Answer(CheckRun& run) {
     const Candidate* first_exact = nullptr;
