@@ -9,6 +9,10 @@ killed with SIGKILL a few milliseconds in (mid-protocol), then restarted.
 Clients retry on the other instance after a connection error or a 503, as a
 real client would. Checks: exactly one document of each group is stored
 (by the answers and by GET /documents), and every other answer names it.
+A trial counts as raced when two of its requests were in flight at once, a
+kill as mid-protocol when requests were in flight at that moment: the test
+fails unless enough of each happened (a loaded machine can serialize the
+clients, and then nothing was tested).
 
 Bounded in trials and time; everything it starts is stopped by pid.
 """
@@ -98,6 +102,8 @@ def main():
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--seconds", type=float, default=90)
     ap.add_argument("--base-port", type=int, default=0)
+    ap.add_argument("--min-raced", type=int, default=10, help="trials with two requests in flight at once")
+    ap.add_argument("--min-kills-in-flight", type=int, default=3, help="kills while requests were in flight")
     args = ap.parse_args()
 
     rng = random.Random(os.getpid())
@@ -124,7 +130,7 @@ def main():
         http_ports = [s.port for s in servers]
         texts_base = "the fenced protocol keeps exactly one of these near duplicate texts trial "
         end = time.time() + args.seconds
-        failures, kills, trials = [], 0, 0
+        failures, kills, trials, raced, kills_in_flight = [], 0, 0, 0, 0
         for trial in range(args.trials):
             if time.time() > end:
                 break
@@ -133,11 +139,14 @@ def main():
             n = 2 + trial % 3
             text = texts_base + str(rng.random())
             answers = [None] * n
+            spans = [None] * n  # (start, end) of each client's check, retries included
             barrier = threading.Barrier(n + 1)
 
             def send(i):
                 barrier.wait()
+                start = time.monotonic()
                 answers[i] = check(http_ports, i, ns, f"d{i}", text, time.time() + 30)
+                spans[i] = (start, time.monotonic())
 
             threads = [threading.Thread(target=send, args=(i,)) for i in range(n)]
             for t in threads:
@@ -148,10 +157,16 @@ def main():
             barrier.wait()
             if victim:
                 time.sleep(rng.uniform(0.0, 0.006))
+                killed_at = time.monotonic()
                 victim.kill9()
                 kills += 1
             for t in threads:
                 t.join(timeout=60)
+            done = [s for s in spans if s]
+            if any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(done) for b in done[i + 1:]):
+                raced += 1
+            if victim and any(s[0] <= killed_at < s[1] for s in done):
+                kills_in_flight += 1
             if victim:
                 victim.start()
             stored = [i for i, a in enumerate(answers) if a and a.get("stored")]
@@ -171,10 +186,15 @@ def main():
                 problems.append(f"GET found {found} documents")
             if problems:
                 failures.append((trial, problems))
-        print(f"redis_kill9_race: {trials} trials, {kills} with a kill -9, {len(failures)} failed")
+        print(f"redis_kill9_race: {trials} trials ({raced} raced), {kills} with a kill -9 "
+              f"({kills_in_flight} mid-flight), {len(failures)} failed")
         for f in failures:
             print("  trial", f[0], f[1])
-        return 1 if failures or trials < 4 else 0
+        if raced < args.min_raced or kills_in_flight < args.min_kills_in_flight:
+            print(f"  too few real races: need {args.min_raced} raced trials and "
+                  f"{args.min_kills_in_flight} kills mid-flight")
+            return 1
+        return 1 if failures else 0
     finally:
         for s in servers:
             s.stop()

@@ -321,6 +321,11 @@ bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const u
   return d.duplicate;
 }
 
+// FindDuplicate gathers candidates from three sources, cheapest first (equal
+// text, the fingerprint radius, shared anchors), then runs the pair rule on
+// each and ranks the accepted ones. It is on every check's path: the scratch
+// vectors are thread_local (no allocation once warm) and the random reads of
+// a source are prefetched before the first is used.
 Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
                                  std::vector<DuplicateMatch>* all) const {
   best->reset();
@@ -335,89 +340,113 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   thread_local std::vector<DocId> exact_ids;
   ExactMatches(doc.content_hash, &exact_ids);
   if (!exact_ids.empty() && (options_.exact_fast_path || !doc.has_features)) {
-    // Equal normalized text => equal fingerprint: nothing can be nearer, and
-    // the first kept copy of that text is the answer.
-    DuplicateMatch m;
-    m.id = *std::min_element(exact_ids.begin(), exact_ids.end());
-    m.distance = 0;
-    m.exact = true;
-    m.similarity = 1.0;
-    m.rechecked = doc.has_sketch();
-    *best = m;
-    if (all) all->push_back(m);
+    *best = ExactAnswer(doc, exact_ids);
     if (!all) return Status::OK();
+    all->push_back(**best);
   }
   if (!doc.has_features) return Status::OK();
+  thread_local std::vector<SketchedMatch> checked;
+  NEARDUP_RETURN_IF_ERROR(FingerprintCandidates(doc, sketches, &checked));
+  if (use_anchors) AddAnchorCandidates(doc, &checked);
+  RankAccepted(doc, checked, exact_ids, best, all);
+  return Status::OK();
+}
+
+// Equal normalized text => equal fingerprint: nothing can be nearer, and the
+// first kept copy of that text is the answer.
+DuplicateMatch NearDupSet::ExactAnswer(const DocSignature& doc, const std::vector<DocId>& exact_ids) const {
+  DuplicateMatch m;
+  m.id = *std::min_element(exact_ids.begin(), exact_ids.end());
+  m.distance = 0;
+  m.exact = true;
+  m.similarity = 1.0;
+  m.rechecked = doc.has_sketch();
+  return m;
+}
+
+// Ordered by distance, then id: the index's order.
+Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
+                                         std::vector<SketchedMatch>* out) const {
   thread_local std::vector<Match> candidates;
   NEARDUP_RETURN_IF_ERROR(index_->Search(doc.fingerprint, SearchRadius(doc), &candidates));
-  // (candidate, its sketch record or null), ordered by distance, then id.
-  thread_local std::vector<std::pair<Match, const uint32_t*>> checked;
-  checked.clear();
-  for (const Match& c : candidates) checked.emplace_back(c, sketches ? t_->SketchRecord(c.id) : nullptr);
-  if (use_anchors) {
-    // Kept documents sharing an anchor, not already found by fingerprint.
-    thread_local std::vector<DocId> ids;
-    ids.clear();
-    int probed = 0;
-    for (uint32_t a : doc.sketch.anchors) {
-      if (probed == r.anchors) break;
-      if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
-    }
-    if (!ids.empty()) {
-      std::sort(ids.begin(), ids.end());
-      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-      const size_t found = checked.size();
-      size_t kept = 0;
-      for (DocId id : ids) {
-        bool listed = false;
-        for (size_t i = 0; i < found && !listed; ++i) listed = checked[i].first.id == id;
-        if (listed) continue;
-        ids[kept++] = id;
-        t_->sketch_slot.Prefetch(Murmur3Fmix64(id));
-      }
-      ids.resize(kept);
-      // Each candidate is two dependent random reads (its slot, then its
-      // record): one pass per level, so the misses of a level overlap.
-      for (DocId id : ids) {
-        const uint32_t* rec = t_->SketchRecord(id);
-        if (rec == nullptr) continue;
-        // The header and the sketch values: up to 5 cache lines (reading
-        // the record's length first would wait for the first of them).
-        for (size_t w = 0; w < kRecHeader + kSketchSize; w += 16) __builtin_prefetch(rec + w);
-        checked.emplace_back(Match{id, 0, 0}, rec);
-      }
-      for (size_t i = found; i < checked.size(); ++i) {
-        const uint32_t* rec = checked[i].second;
-        const uint64_t fp = rec[kRecFpLo] | (uint64_t{rec[kRecFpHi]} << 32);
-        checked[i].first.fingerprint = fp;
-        checked[i].first.distance = HammingDistance(fp, doc.fingerprint);
-      }
-      if (checked.size() > found) {
-        std::sort(checked.begin(), checked.end(), [](const auto& a, const auto& b) {
-          return a.first.distance != b.first.distance ? a.first.distance < b.first.distance : a.first.id < b.first.id;
-        });
-      }
-    }
+  out->clear();
+  for (const Match& c : candidates) out->emplace_back(c, sketches ? t_->SketchRecord(c.id) : nullptr);
+  return Status::OK();
+}
+
+// Kept documents sharing one of the document's first `anchors` live anchors
+// (a stop key is skipped, not counted) and not already found by fingerprint:
+// the short near-duplicates simhash misses. `checked` stays ordered by
+// distance, then id.
+void NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const {
+  thread_local std::vector<DocId> ids;
+  ids.clear();
+  int probed = 0;
+  for (uint32_t a : doc.sketch.anchors) {
+    if (probed == options_.recheck.anchors) break;
+    if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
   }
+  if (ids.empty()) return;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const size_t found = checked->size();
+  size_t kept = 0;
+  for (DocId id : ids) {
+    bool listed = false;
+    for (size_t i = 0; i < found && !listed; ++i) listed = (*checked)[i].first.id == id;
+    if (listed) continue;
+    ids[kept++] = id;
+    t_->sketch_slot.Prefetch(Murmur3Fmix64(id));
+  }
+  ids.resize(kept);
+  // Each candidate is two dependent random reads (its slot, then its
+  // record): one pass per level, so the misses of a level overlap.
+  for (DocId id : ids) {
+    const uint32_t* rec = t_->SketchRecord(id);
+    if (rec == nullptr) continue;
+    // The header and the sketch values: up to 5 cache lines (reading the
+    // record's length first would wait for the first of them).
+    for (size_t w = 0; w < kRecHeader + kSketchSize; w += 16) __builtin_prefetch(rec + w);
+    checked->emplace_back(Match{id, 0, 0}, rec);
+  }
+  for (size_t i = found; i < checked->size(); ++i) {
+    const uint32_t* rec = (*checked)[i].second;
+    const uint64_t fp = rec[kRecFpLo] | (uint64_t{rec[kRecFpHi]} << 32);
+    (*checked)[i].first.fingerprint = fp;
+    (*checked)[i].first.distance = HammingDistance(fp, doc.fingerprint);
+  }
+  if (checked->size() > found) {
+    std::sort(checked->begin(), checked->end(), [](const auto& a, const auto& b) {
+      return a.first.distance != b.first.distance ? a.first.distance < b.first.distance : a.first.id < b.first.id;
+    });
+  }
+}
+
+// The pair rule on each candidate, nearest first; the best by RanksBefore
+// (the ranking the cluster store shares). An exact answer already in *best
+// stays the best: it is listed first and not again.
+void NearDupSet::RankAccepted(const DocSignature& doc, const std::vector<SketchedMatch>& checked,
+                              const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
+                              std::vector<DuplicateMatch>* all) const {
+  const bool recheck = options_.recheck.enabled;
   const size_t first_near = all ? all->size() : 0;
   std::optional<DuplicateMatch> best_near;
   for (const auto& [c, rec] : checked) {
-    if (best->has_value() && (*best)->id == c.id) continue;  // the exact match, already listed
+    if (best->has_value() && (*best)->id == c.id) continue;
     DuplicateMatch m;
     if (!Accept(doc, c, rec, &m)) continue;
     m.exact = std::find(exact_ids.begin(), exact_ids.end(), c.id) != exact_ids.end();
     if (m.exact) m.similarity = 1.0;
     if (all) all->push_back(m);
-    if (!best_near || RanksBefore(RankOf(m), RankOf(*best_near), r.enabled)) best_near = m;
+    if (!best_near || RanksBefore(RankOf(m), RankOf(*best_near), recheck)) best_near = m;
     // Candidates come nearest first: without the re-check the first is best.
-    if (!r.enabled && !all) break;
+    if (!recheck && !all) break;
   }
   if (all) {
     std::sort(all->begin() + static_cast<std::ptrdiff_t>(first_near), all->end(),
-              [&](const DuplicateMatch& a, const DuplicateMatch& b) { return RanksBefore(RankOf(a), RankOf(b), r.enabled); });
+              [&](const DuplicateMatch& a, const DuplicateMatch& b) { return RanksBefore(RankOf(a), RankOf(b), recheck); });
   }
   if (!best->has_value()) *best = best_near;
-  return Status::OK();
 }
 
 bool NearDupSet::KeepsSketch(const DocSignature& doc) const {

@@ -330,201 +330,258 @@ Result<RedisReply> RedisClusterClient::Command(std::vector<std::string> args) {
   return Execute(std::move(args), std::move(key));
 }
 
+// ---- ExecuteBatch ------------------------------------------------------------
+//
+// Rounds until every command has a final reply: group the pending commands by
+// the node that owns their slot (GroupByNode), write every node's pipeline
+// and flush them all before reading any reply, so that the nodes work in
+// parallel (SendPipelines), read each node's replies by position
+// (ReadPipeline), sort each reply into final, redirected or to be retried
+// (HandleReply), then refresh the slot table and back off as the round asked
+// (EndRound). Only the commands that were redirected or failed go to the
+// next round.
+
+// One ExecuteBatch call, across its rounds.
+struct RedisClusterClient::Batch {
+  Batch(std::span<const RedisCommand> c, std::vector<RedisReply>* r, const BatchOptions& o,
+        const RedisClusterOptions& client)
+      : cmds(c),
+        replies(r),
+        opts(o),
+        wait_replicas(std::to_string(o.wait_replicas)),
+        wait_timeout(std::to_string(o.wait_timeout_ms)),
+        deadline(Clock::now() + std::chrono::milliseconds(client.retry_budget_ms)),
+        backoff_ms(client.backoff_initial_ms),
+        ask_target(c.size(), nullptr),
+        slot(c.size()),
+        pending(c.size()) {
+    for (size_t i = 0; i < c.size(); ++i) {
+      slot[i] = KeySlot(c[i].key);
+      pending[i] = i;
+    }
+  }
+  // Command i goes to the next round; after a broken connection any ASK
+  // redirection is forgotten (the slot table decides again).
+  void Retry(size_t i, bool forget_ask) {
+    retry.push_back(i);
+    if (forget_ask) ask_target[i] = nullptr;
+  }
+
+  const std::span<const RedisCommand> cmds;
+  std::vector<RedisReply>* const replies;
+  const BatchOptions opts;
+  const std::string wait_replicas, wait_timeout;  // WAIT's arguments
+  const Clock::time_point deadline;
+  int backoff_ms;
+  std::vector<Node*> ask_target;  // non-null: send ASKING + the command there (one round only)
+  std::vector<uint16_t> slot;
+  std::vector<size_t> pending;    // this round's commands
+  std::vector<size_t> retry;      // the next round's
+  bool backoff = false, refresh = false;  // what this round asks of EndRound
+  bool replication_short = false;         // some WAIT reached fewer replicas than asked
+  std::string last_error;
+};
+
+// A node's share of a round: its commands, written on one connection (WAIT
+// only counts the writes of its own connection).
+struct RedisClusterClient::Pipeline {
+  Node* node = nullptr;
+  std::vector<size_t> idx;
+  std::unique_ptr<Conn> conn;
+};
+
 Status RedisClusterClient::ExecuteBatch(std::span<const RedisCommand> cmds, std::vector<RedisReply>* replies,
                                         const BatchOptions& bopts) {
   replies->assign(cmds.size(), RedisReply{});
   for (const RedisCommand& c : cmds) {
     if (c.args.empty()) return Status::InvalidArgument("empty redis command");
   }
-  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.retry_budget_ms);
-  int backoff_ms = options_.backoff_initial_ms;
-  std::vector<size_t> pending(cmds.size());
-  for (size_t i = 0; i < cmds.size(); ++i) pending[i] = i;
-  std::vector<Node*> ask_target(cmds.size(), nullptr);  // non-null: send ASKING + command there
-  std::vector<uint16_t> slot(cmds.size());
-  for (size_t i = 0; i < cmds.size(); ++i) slot[i] = KeySlot(cmds[i].key);
-  const std::string wait_replicas = std::to_string(bopts.wait_replicas);
-  const std::string wait_timeout = std::to_string(bopts.wait_timeout_ms);
-  bool replication_short = false;
-  std::string last_error;
-
-  for (int attempt = 0; !pending.empty(); ++attempt) {
-    if (attempt >= options_.max_attempts || Clock::now() > deadline) {
-      return Status::Unavailable("redis cluster: gave up after " + std::to_string(attempt) + " rounds: " + last_error);
+  Batch b(cmds, replies, bopts, options_);
+  for (int attempt = 0; !b.pending.empty(); ++attempt) {
+    if (attempt >= options_.max_attempts || Clock::now() > b.deadline) {
+      return Status::Unavailable("redis cluster: gave up after " + std::to_string(attempt) + " rounds: " + b.last_error);
     }
-    // Group by destination; commands whose slot has no owner wait for a refresh.
-    std::vector<std::pair<Node*, std::vector<size_t>>> groups;
-    std::vector<size_t> retry;          // after backoff
-    bool backoff = false, refresh = false;
-    {
-      std::shared_lock lk(mu_);
-      for (size_t i : pending) {
-        Node* n = ask_target[i] ? ask_target[i] : slots_[slot[i]];
-        if (n == nullptr) {
-          retry.push_back(i);
-          backoff = refresh = true;
-          last_error = "slot " + std::to_string(slot[i]) + " has no owner";
-          continue;
-        }
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == n; });
-        if (it == groups.end()) {
-          groups.emplace_back(n, std::vector<size_t>{});
-          it = groups.end() - 1;
-        }
-        it->second.push_back(i);
-      }
-    }
-    // Write every node's pipeline, then read them: the nodes work in parallel.
-    struct Out {
-      Node* node;
-      std::vector<size_t>* idx;
-      std::unique_ptr<Conn> conn;
-    };
-    std::vector<Out> outs;
-    for (auto& [node, idx] : groups) {
-      Status err;
-      auto conn = Checkout(node, &err);
-      if (!conn) {
-        counters_.connection_errors.fetch_add(1);
-        last_error = err.message();
-        for (size_t i : idx) {
-          retry.push_back(i);
-          ask_target[i] = nullptr;
-        }
-        backoff = refresh = true;
-        continue;
-      }
-      std::vector<const char*> argv;
-      std::vector<size_t> lens;
-      auto append = [&](const std::vector<std::string>& args) {
-        argv.clear();
-        lens.clear();
-        for (const std::string& a : args) {
-          argv.push_back(a.data());
-          lens.push_back(a.size());
-        }
-        redisAppendCommandArgv(conn->ctx, static_cast<int>(argv.size()), argv.data(), lens.data());
-      };
-      for (size_t i : idx) {
-        if (ask_target[i]) redisAppendCommand(conn->ctx, "ASKING");
-        append(cmds[i].args);
-      }
-      if (bopts.wait_replicas > 0) redisAppendCommand(conn->ctx, "WAIT %s %s", wait_replicas.c_str(), wait_timeout.c_str());
-      counters_.commands.fetch_add(idx.size());
-      counters_.round_trips.fetch_add(1);
-      outs.push_back(Out{node, &idx, std::move(conn)});
-    }
-    for (Out& o : outs) {
-      int done = 0;
-      while (!o.conn->broken() && !done) {
-        if (redisBufferWrite(o.conn->ctx, &done) != REDIS_OK) break;
-      }
-    }
-    for (Out& o : outs) {
-      const std::vector<size_t>& idx = *o.idx;
-      size_t k = 0;
-      auto read = [&](RedisReply* out) {
-        void* raw = nullptr;
-        if (o.conn->broken() || redisGetReply(o.conn->ctx, &raw) != REDIS_OK || raw == nullptr) return false;
-        *out = Convert(static_cast<redisReply*>(raw));
-        freeReplyObject(raw);
-        return true;
-      };
-      for (; k < idx.size(); ++k) {
-        const size_t i = idx[k];
-        RedisReply r;
-        const bool asked = ask_target[i] != nullptr;
-        ask_target[i] = nullptr;  // an ASK redirection holds for one attempt only
-        if (asked && !read(&r)) break;  // the ASKING reply (+OK)
-        if (!read(&r)) break;
-        switch (Classify(r)) {
-          case ErrorKind::kNone:
-          case ErrorKind::kFinal:
-            (*replies)[i] = std::move(r);
-            break;
-          case ErrorKind::kMoved: {
-            counters_.moved.fetch_add(1);
-            int s = 0;
-            std::string addr;
-            if (ParseRedirect(r.str, &s, &addr)) {
-              Node* target = GetNode(addr);
-              std::unique_lock lk(mu_);
-              slots_[s] = target;
-            }
-            refresh = true;
-            last_error = r.str;
-            retry.push_back(i);
-            break;
-          }
-          case ErrorKind::kAsk: {
-            counters_.ask.fetch_add(1);
-            int s = 0;
-            std::string addr;
-            if (ParseRedirect(r.str, &s, &addr)) {
-              ask_target[i] = GetNode(addr);
-            } else {
-              backoff = true;
-            }
-            last_error = r.str;
-            retry.push_back(i);
-            break;
-          }
-          case ErrorKind::kRetry:
-            (StartsWith(r.str, "TRYAGAIN") ? counters_.tryagain : counters_.clusterdown).fetch_add(1);
-            last_error = r.str;
-            retry.push_back(i);
-            backoff = true;
-            break;
-          case ErrorKind::kRetryRefresh:
-            counters_.clusterdown.fetch_add(1);
-            last_error = r.str;
-            retry.push_back(i);
-            backoff = refresh = true;
-            break;
-        }
-      }
-      if (k < idx.size()) {
-        // The connection broke: every command without a reply is sent again
-        // (it may have been applied: see "Delivery" in the header).
-        counters_.connection_errors.fetch_add(1);
-        last_error = o.node->addr + ": " + o.conn->error();
-        for (; k < idx.size(); ++k) {
-          retry.push_back(idx[k]);
-          ask_target[idx[k]] = nullptr;
-        }
-        backoff = refresh = true;
-      } else if (bopts.wait_replicas > 0) {
-        RedisReply w;
-        if (!read(&w)) {
-          // Unknown whether the writes replicated: send this node's group again.
-          counters_.connection_errors.fetch_add(1);
-          last_error = o.node->addr + ": " + o.conn->error();
-          for (size_t i : idx) {
-            if (std::find(retry.begin(), retry.end(), i) == retry.end()) retry.push_back(i);
-          }
-          backoff = refresh = true;
-        } else if (w.type != RedisReply::Type::kInteger || w.integer < bopts.wait_replicas) {
-          replication_short = true;
-          last_error = o.node->addr + ": WAIT reached " + std::to_string(w.integer) + " replicas";
-        }
-      }
-      Return(o.node, std::move(o.conn));
-    }
-    if (refresh) (void)RefreshTopology();  // failure: the next round retries it
-    if (backoff && !retry.empty()) {
-      const auto now = Clock::now();
-      if (now >= deadline) continue;  // reported at the top of the loop
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(backoff_ms, left)));
-      backoff_ms = std::min(backoff_ms * 2, options_.backoff_max_ms);
-    }
-    std::sort(retry.begin(), retry.end());  // keep the callers' order within a node
-    pending = std::move(retry);
+    std::vector<Pipeline> pipelines = GroupByNode(b);
+    SendPipelines(b, &pipelines);
+    for (Pipeline& p : pipelines) ReadPipeline(b, &p);
+    EndRound(b);
   }
-  if (replication_short) {
-    return Status::Unavailable("redis cluster: a write was not acknowledged by a replica (" + last_error + ")");
+  if (b.replication_short) {
+    return Status::Unavailable("redis cluster: a write was not acknowledged by a replica (" + b.last_error + ")");
   }
   return Status::OK();
+}
+
+// Commands whose slot has no owner wait for a table refresh.
+std::vector<RedisClusterClient::Pipeline> RedisClusterClient::GroupByNode(Batch& b) {
+  b.retry.clear();
+  b.backoff = b.refresh = false;
+  std::vector<Pipeline> groups;
+  std::shared_lock lk(mu_);
+  for (size_t i : b.pending) {
+    Node* n = b.ask_target[i] ? b.ask_target[i] : slots_[b.slot[i]];
+    if (n == nullptr) {
+      b.Retry(i, false);
+      b.backoff = b.refresh = true;
+      b.last_error = "slot " + std::to_string(b.slot[i]) + " has no owner";
+      continue;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Pipeline& g) { return g.node == n; });
+    if (it == groups.end()) {
+      groups.push_back(Pipeline{n, {}, nullptr});
+      it = groups.end() - 1;
+    }
+    it->idx.push_back(i);
+  }
+  return groups;
+}
+
+// Nodes that cannot be reached are dropped from `pipelines` (their commands
+// retried); the others' pipelines are all flushed before any reply is read.
+void RedisClusterClient::SendPipelines(Batch& b, std::vector<Pipeline>* pipelines) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (Pipeline& p : *pipelines) {
+    Status err;
+    p.conn = Checkout(p.node, &err);
+    if (!p.conn) {
+      counters_.connection_errors.fetch_add(1);
+      b.last_error = err.message();
+      for (size_t i : p.idx) b.Retry(i, true);
+      b.backoff = b.refresh = true;
+      continue;
+    }
+    for (size_t i : p.idx) {
+      if (b.ask_target[i]) redisAppendCommand(p.conn->ctx, "ASKING");
+      argv.clear();
+      lens.clear();
+      for (const std::string& a : b.cmds[i].args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      redisAppendCommandArgv(p.conn->ctx, static_cast<int>(argv.size()), argv.data(), lens.data());
+    }
+    if (b.opts.wait_replicas > 0) {
+      redisAppendCommand(p.conn->ctx, "WAIT %s %s", b.wait_replicas.c_str(), b.wait_timeout.c_str());
+    }
+    counters_.commands.fetch_add(p.idx.size());
+    counters_.round_trips.fetch_add(1);
+  }
+  std::erase_if(*pipelines, [](const Pipeline& p) { return p.conn == nullptr; });
+  for (Pipeline& p : *pipelines) {
+    int done = 0;
+    while (!p.conn->broken() && !done) {
+      if (redisBufferWrite(p.conn->ctx, &done) != REDIS_OK) break;
+    }
+  }
+}
+
+// Replies match commands by position. A broken connection retries every
+// command without a reply (it may have been applied: "Delivery" in the
+// header); a lost WAIT reply retries the whole group, since whether its
+// writes replicated is unknown.
+void RedisClusterClient::ReadPipeline(Batch& b, Pipeline* p) {
+  auto read = [&](RedisReply* out) {
+    void* raw = nullptr;
+    if (p->conn->broken() || redisGetReply(p->conn->ctx, &raw) != REDIS_OK || raw == nullptr) return false;
+    *out = Convert(static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    return true;
+  };
+  size_t k = 0;
+  for (; k < p->idx.size(); ++k) {
+    const size_t i = p->idx[k];
+    RedisReply r;
+    const bool asked = b.ask_target[i] != nullptr;
+    b.ask_target[i] = nullptr;  // an ASK redirection holds for one attempt only
+    if (asked && !read(&r)) break;  // the ASKING reply (+OK)
+    if (!read(&r)) break;
+    HandleReply(b, i, std::move(r));
+  }
+  auto broken = [&] {
+    counters_.connection_errors.fetch_add(1);
+    b.last_error = p->node->addr + ": " + p->conn->error();
+    b.backoff = b.refresh = true;
+  };
+  if (k < p->idx.size()) {
+    broken();
+    for (; k < p->idx.size(); ++k) b.Retry(p->idx[k], true);
+  } else if (b.opts.wait_replicas > 0) {
+    RedisReply w;
+    if (!read(&w)) {
+      broken();
+      for (size_t i : p->idx) {
+        if (std::find(b.retry.begin(), b.retry.end(), i) == b.retry.end()) b.Retry(i, false);
+      }
+    } else if (w.type != RedisReply::Type::kInteger || w.integer < b.opts.wait_replicas) {
+      b.replication_short = true;
+      b.last_error = p->node->addr + ": WAIT reached " + std::to_string(w.integer) + " replicas";
+    }
+  }
+  Return(p->node, std::move(p->conn));
+}
+
+// Final replies (values and errors that no retry changes) are kept; MOVED
+// updates the slot at once and asks for a table refresh (a MOVED usually
+// means many slots moved); ASK resends once to the named node without
+// touching the table (the slot is mid-migration); the rest is retried after
+// a backoff.
+void RedisClusterClient::HandleReply(Batch& b, size_t i, RedisReply r) {
+  switch (Classify(r)) {
+    case ErrorKind::kNone:
+    case ErrorKind::kFinal:
+      (*b.replies)[i] = std::move(r);
+      return;
+    case ErrorKind::kMoved: {
+      counters_.moved.fetch_add(1);
+      int s = 0;
+      std::string addr;
+      if (ParseRedirect(r.str, &s, &addr)) {
+        Node* target = GetNode(addr);
+        std::unique_lock lk(mu_);
+        slots_[s] = target;
+      }
+      b.refresh = true;
+      break;
+    }
+    case ErrorKind::kAsk: {
+      counters_.ask.fetch_add(1);
+      int s = 0;
+      std::string addr;
+      if (ParseRedirect(r.str, &s, &addr)) {
+        b.ask_target[i] = GetNode(addr);
+      } else {
+        b.backoff = true;
+      }
+      break;
+    }
+    case ErrorKind::kRetry:
+      (StartsWith(r.str, "TRYAGAIN") ? counters_.tryagain : counters_.clusterdown).fetch_add(1);
+      b.backoff = true;
+      break;
+    case ErrorKind::kRetryRefresh:
+      counters_.clusterdown.fetch_add(1);
+      b.backoff = b.refresh = true;
+      break;
+  }
+  b.last_error = r.str;
+  b.Retry(i, false);
+}
+
+// The backoff never sleeps past the deadline: the next round reports it.
+void RedisClusterClient::EndRound(Batch& b) {
+  if (b.refresh) (void)RefreshTopology();  // failure: the next round retries it
+  if (b.backoff && !b.retry.empty()) {
+    const auto now = Clock::now();
+    if (now < b.deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(b.deadline - now).count();
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(b.backoff_ms, left)));
+      b.backoff_ms = std::min(b.backoff_ms * 2, options_.backoff_max_ms);
+    }
+  }
+  std::sort(b.retry.begin(), b.retry.end());  // keep the callers' order within a node
+  b.pending = std::move(b.retry);
+  b.retry.clear();
 }
 
 RedisClusterStats RedisClusterClient::stats() const {

@@ -163,6 +163,15 @@ class RedisClusterClient {
   std::unique_ptr<Conn> Checkout(Node* node, Status* error);
   void Return(Node* node, std::unique_ptr<Conn> conn);
   Status LoadSlotsFrom(Node* node);
+  // ExecuteBatch's steps (redis_cluster.cc): one round groups, sends and
+  // reads, then refreshes and backs off.
+  struct Batch;
+  struct Pipeline;
+  std::vector<Pipeline> GroupByNode(Batch& b);
+  void SendPipelines(Batch& b, std::vector<Pipeline>* pipelines);
+  void ReadPipeline(Batch& b, Pipeline* p);
+  void HandleReply(Batch& b, size_t i, RedisReply r);
+  void EndRound(Batch& b);
 
   RedisClusterOptions options_;
   mutable std::shared_mutex mu_;  // guards slots_ and nodes_ (the map; Node has its own lock)

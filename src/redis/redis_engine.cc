@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <span>
 #include <thread>
 #include <unordered_map>
 
@@ -121,13 +122,6 @@ int64_t SystemNowMs() {
 }
 
 std::string Hex(uint64_t v) { return FingerprintToHex(v); }
-
-// The status a fencer writes: "R<its id>".
-std::string FenceValue(uint64_t fencer) {
-  std::string s = "R";
-  s += std::to_string(fencer);
-  return s;
-}
 
 bool ParseU64(std::string_view s, uint64_t* v) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -314,21 +308,6 @@ bool DecodeMeta(std::string_view s, Meta* m) {
   return true;
 }
 
-// A candidate: a record seen in a bucket, then its metadata and status.
-struct Candidate {
-  uint64_t iid = 0;
-  int distance = 0;        // known once the metadata is read for anchor-only candidates
-  bool by_anchor = false;  // shares a live anchor with the document
-  bool have_meta = false;
-  Meta meta;
-  std::string status;  // "" pending, "K" kept, "R<iid>" rejected, "D" deleted
-  double similarity = 0;
-};
-
-// Anchor bucket records: the full anchor (u32 LE) and the internal id (u64 LE).
-constexpr size_t kAnchorRecord = 12;
-
-
 RedisCommand Cmd(std::vector<std::string> args) {
   std::string key = args.size() > 1 ? args[1] : std::string();
   return RedisCommand{std::move(args), std::move(key)};
@@ -351,6 +330,247 @@ Status ReplyError(const RedisReply& r, const char* what) {
   return Status::OK();
 }
 
+
+// A record's status (nd:s:<ns>:{iid}), set once by SET NX. Stored bytes,
+// unchanged since the first release (docs/cluster.md): absent = pending,
+// "K" kept, "R<iid>" rejected (fenced by the check with that id), "D"
+// deleted (was kept). ParseStatus and FormatStatus are the only places that
+// know the bytes.
+enum class RecordState { kPending, kKept, kRejected, kDeleted, kUnreadable };
+
+struct RecordStatus {
+  RecordState state = RecordState::kPending;
+  uint64_t by = 0;  // kRejected: the fencer's id; 0 when unknown (its record expired)
+
+  static RecordStatus Kept() { return {RecordState::kKept, 0}; }
+  static RecordStatus RejectedBy(uint64_t fencer) { return {RecordState::kRejected, fencer}; }
+  static RecordStatus Deleted() { return {RecordState::kDeleted, 0}; }
+  bool pending() const { return state == RecordState::kPending; }
+  bool kept() const { return state == RecordState::kKept; }
+};
+
+// Bytes that are none of the above (never written by this code) read as
+// kUnreadable: decided, and not kept, so nothing waits on or matches them.
+RecordStatus ParseStatus(std::string_view s) {
+  if (s.empty()) return {};
+  if (s == "K") return RecordStatus::Kept();
+  if (s == "D") return RecordStatus::Deleted();
+  if (s[0] == 'R') {
+    uint64_t by = 0;
+    if (s.size() == 1 || ParseU64(s.substr(1), &by)) return RecordStatus::RejectedBy(by);
+  }
+  return {RecordState::kUnreadable, 0};
+}
+
+// Only decided states are ever written (pending is the key's absence).
+std::string FormatStatus(const RecordStatus& s) {
+  switch (s.state) {
+    case RecordState::kKept: return "K";
+    case RecordState::kRejected: {
+      std::string out = "R";  // not "R" + to_string(): GCC 12 warns falsely (-Wrestrict)
+      out += std::to_string(s.by);
+      return out;
+    }
+    case RecordState::kDeleted: return "D";
+    case RecordState::kPending:
+    case RecordState::kUnreadable: break;
+  }
+  return "";
+}
+
+// A candidate: a record seen in a bucket, then its metadata and status.
+struct Candidate {
+  uint64_t iid = 0;
+  int distance = 0;        // known once the metadata is read for anchor-only candidates
+  bool by_anchor = false;  // shares a live anchor with the document
+  bool have_meta = false;
+  Meta meta;
+  RecordStatus status;
+  double similarity = 0;
+};
+
+// Anchor bucket records: the full anchor (u32 LE) and the internal id (u64 LE).
+constexpr size_t kAnchorRecord = 12;
+
+// One check (RedisClusterEngine::CheckWith): what it derives from the
+// document and the namespace up front, and what its steps learn.
+struct CheckRun {
+  CheckRun(const NsInfo& ns, const DocumentInput& d, CheckMode m, int64_t now)
+      : n(ns), doc(d), mode(m), policy(ns.Policy()) {
+    TextAnalysis analysis;
+    n.fp->Analyze(doc.text, &analysis);
+    // The signature the embedded store decides on (near_dup_set.h).
+    sig = MakeSignature(analysis);
+    fp = sig.fingerprint;
+    ch = sig.content_hash;
+    hf = sig.has_features;
+    cutoff = n.Cutoff(now);
+    ts = doc.timestamp_ms.value_or(now);
+    store = mode != CheckMode::kQueryOnly && ts >= cutoff;
+    k = n.settings.k;
+    // With the re-check off nothing of it is written or read: the store then
+    // costs and decides exactly as the plain rule always did.
+    sketched = rc().enabled && sig.has_sketch();
+    // Fingerprint records are kept up to the widest radius a pair with this
+    // document can use: max(k, short_k) when either text is short. Whether a
+    // candidate is short is known from its metadata (step 3).
+    read_radius = sketched ? std::max(k, rc().short_k) : k;
+    // Its first `anchors` anchors, appended and looked up: both sides of a
+    // pair use the same rule, so a pair sharing one shares a key.
+    if (sketched) {
+      const size_t a = std::min(static_cast<size_t>(rc().anchors), sig.sketch.anchors.size());
+      anchors.assign(sig.sketch.anchors.begin(), sig.sketch.anchors.begin() + static_cast<std::ptrdiff_t>(a));
+    }
+    for (uint32_t a : anchors) prefixes.push_back(n.AnchorPrefix(a));
+    std::sort(prefixes.begin(), prefixes.end());
+    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+    // Every window a live record can be in (at most 64 back).
+    int64_t hi = n.Window(std::max(now, ts)) + (n.window_ms > 0 ? 1 : 0);
+    int64_t lo = cutoff == std::numeric_limits<int64_t>::min() ? hi - 64 : n.Window(cutoff);
+    if (n.window_ms == 0) lo = hi = 0;
+    lo = std::max(lo, hi - 64);
+    for (int64_t w = lo; w <= hi; ++w) windows.push_back(w);
+    meta = Meta{ts, fp, ch, hf, 0, doc.id};
+    if (sketched) meta.extra = EncodeSignatureExtra(sig);
+    doc_exp = n.DocExpiry(ts);
+    out.fingerprint = fp;
+    out.has_features = hf;
+  }
+  CheckRun(const CheckRun&) = delete;  // `kept` points into `cands` and at `fencer`
+
+  const RecheckOptions& rc() const { return policy.recheck; }
+  bool Live(const Candidate& c) const { return c.have_meta && c.meta.ts >= cutoff; }
+
+  const NsInfo& n;
+  const DocumentInput& doc;
+  const CheckMode mode;
+  const NearDupOptions policy;
+  DocSignature sig;
+  uint64_t fp = 0, ch = 0;
+  bool hf = false;
+  int64_t cutoff = 0, ts = 0;
+  bool store = false;  // a pending record is written (not a query, not expired on arrival)
+  int k = 0;
+  bool sketched = false;
+  int read_radius = 0;
+  std::vector<uint32_t> anchors;   // ascending (the sketch's order)
+  std::vector<uint32_t> prefixes;  // their anchor bucket prefixes, distinct
+  std::vector<int64_t> windows;
+  uint64_t iid = 0;  // our record's id (0: nothing stored)
+  Meta meta;         // our record's metadata
+  int64_t doc_exp = 0;
+  std::vector<Candidate> cands;        // in id order
+  std::vector<const Candidate*> kept;  // the matches: kept, unexpired
+  Candidate fencer;                    // the peer that rejected us, if one did
+  CheckOutcome out;
+  bool answered = false;  // `out` is final (a replay)
+};
+
+// Candidate id -> (distance, or -1 when not within read_radius; shares a live anchor).
+using SeenIds = std::unordered_map<uint64_t, std::pair<int, bool>>;
+// Which anchor bucket an anchor GET read.
+struct AnchorRead {
+  uint32_t prefix;
+  int64_t window;
+};
+
+// Fingerprint buckets: records within the read radius (equal text, for texts
+// without features).
+Status ScanBuckets(const CheckRun& run, std::span<const RedisReply> replies, SeenIds* seen, size_t* records) {
+  for (const RedisReply& reply : replies) {
+    NEARDUP_RETURN_IF_ERROR(ReplyError(reply, "GET bucket"));
+    const std::string& s = reply.str;
+    for (size_t off = 0; off + 16 <= s.size(); off += 16, ++*records) {
+      const uint64_t g = DecodeFixed(s.data() + off, 8), id = DecodeFixed(s.data() + off + 8, 8);
+      if (id == run.iid) continue;
+      const int d = run.hf ? std::popcount(g ^ run.fp) : (g == run.ch ? 0 : 65);
+      if (d <= run.read_radius) seen->emplace(id, std::pair<int, bool>(d, false));
+    }
+  }
+  return Status::OK();
+}
+
+// Anchor buckets, with stop keys by append order (docs/cluster.md): a record
+// is live for anchor x when at most anchor_max_postings records with x
+// precede it in its key. Whoever reads a record sees everything before it,
+// so both sides of a pair compute the same answer. An anchor that is a stop
+// key for us finds nothing.
+Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, const std::vector<AnchorRead>& reads,
+                   SeenIds* seen, size_t* records) {
+  const std::vector<uint32_t>& anchors = run.anchors;
+  const uint32_t cap = static_cast<uint32_t>(run.rc().anchor_max_postings);
+  const int64_t own_w = run.n.Window(run.ts);
+  std::vector<uint32_t> own_before(anchors.size(), 0);  // x-records before ours in our key
+  std::vector<bool> own_found(anchors.size(), false);
+  std::vector<std::vector<uint64_t>> hits(anchors.size());  // live records of other documents, per anchor
+  std::vector<uint32_t> count(anchors.size());
+  for (size_t i = 0; i < reads.size(); ++i) {
+    NEARDUP_RETURN_IF_ERROR(ReplyError(replies[i], "GET anchors"));
+    const auto [p, w] = reads[i];
+    std::fill(count.begin(), count.end(), 0);
+    const std::string& s = replies[i].str;
+    for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++*records) {
+      const auto x = static_cast<uint32_t>(DecodeFixed(s.data() + off, 4));
+      const uint64_t id = DecodeFixed(s.data() + off + 4, 8);
+      const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);
+      if (it == anchors.end() || *it != x) continue;
+      const size_t a = static_cast<size_t>(it - anchors.begin());
+      const uint32_t before = count[a]++;
+      if (id == run.iid && w == own_w) {
+        own_before[a] = before;
+        own_found[a] = true;
+      } else if (id != run.iid && before <= cap) {
+        hits[a].push_back(id);
+      }
+    }
+    if (w == own_w) {
+      // Not appended (a query): as if appended now, after every record read.
+      for (size_t a = 0; a < anchors.size(); ++a) {
+        if (!own_found[a] && run.n.AnchorPrefix(anchors[a]) == p) own_before[a] = count[a];
+      }
+    }
+  }
+  for (size_t a = 0; a < anchors.size(); ++a) {
+    if (own_before[a] > cap) continue;  // a stop key for us
+    for (uint64_t id : hits[a]) seen->try_emplace(id, -1, false).first->second.second = true;
+  }
+  return Status::OK();
+}
+
+// A candidate's distance and similarity from its metadata, and the pair
+// rule's verdict: equal text first; texts without features match by equal
+// text only.
+bool Measure(const CheckRun& run, Candidate* c) {
+  const bool exact = c->meta.ch == run.ch;
+  c->distance = run.hf && c->meta.hf ? std::popcount(c->meta.fp ^ run.fp) : (exact ? 0 : 65);
+  if (exact) {
+    c->similarity = 1.0;
+    return true;
+  }
+  if (!run.hf || !c->meta.hf) return false;
+  const PairDecision d = DecidePair(run.policy, PairSide::Of(run.sig), PairSide::Of(c->meta.sig), c->distance);
+  c->similarity = d.similarity;
+  return d.duplicate;
+}
+
+// Step 3, Look: the pair rule (the one NearDupSet applies). A candidate that is
+// not a near-duplicate is dropped here, so it is never waited on or fenced.
+// Candidates without metadata stay (and are ignored later as expired): a
+// record whose metadata is not visible yet belongs to a check whose step 1
+// has not finished, so its step 2 will see our record and settle the pair.
+void FilterByPairRule(CheckRun& run) {
+  const RecheckOptions& rc = run.rc();
+  std::erase_if(run.cands, [&](Candidate& c) {
+    if (!c.have_meta) return false;
+    if (!Measure(run, &c)) return true;
+    if (c.meta.ch == run.ch) return false;
+    // Found in a bucket within the read radius: a candidate only within the
+    // pair's own radius (or through an anchor).
+    const bool either_short = IsShortText(rc, run.sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
+    return !(c.distance <= run.k || c.by_anchor ||
+             (run.sketched && either_short && c.distance <= std::max(run.k, rc.short_k)));
+  });
+}
 
 class RedisClusterEngine final : public Engine {
  public:
@@ -467,7 +687,7 @@ class RedisClusterEngine final : public Engine {
     if (!found.ok()) return found.status();
     // "D" over "K": the record stays in its buckets until they expire but no
     // longer matches (only K records do).
-    std::vector<RedisCommand> cmds = {SetCmd(StatKey(n, iid), "D", n.DocExpiry(c.meta.ts), false, false),
+    std::vector<RedisCommand> cmds = {SetCmd(StatKey(n, iid), FormatStatus(RecordStatus::Deleted()), n.DocExpiry(c.meta.ts), false, false),
                                       Cmd({"DEL", IdKey(n, id)}),
                                       Cmd({"HINCRBY", CountersKey(n), "deleted", "1"})};
     std::vector<RedisReply> r;
@@ -708,7 +928,7 @@ class RedisClusterEngine final : public Engine {
       NEARDUP_RETURN_IF_ERROR(ReplyError(m, "MGET"));
       Candidate& c = (*cands)[i];
       c.have_meta = m.elements.size() == 2 && m.elements[0].is_string() && DecodeMeta(m.elements[0].str, &c.meta);
-      c.status = m.elements.size() == 2 && m.elements[1].is_string() ? m.elements[1].str : "";
+      c.status = m.elements.size() == 2 && m.elements[1].is_string() ? ParseStatus(m.elements[1].str) : RecordStatus{};
     }
     return Status::OK();
   }
@@ -723,11 +943,38 @@ class RedisClusterEngine final : public Engine {
     one[0].iid = *iid;
     NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &one, /*sync=*/false));
     *c = one[0];
-    if (!c->have_meta || c->status != "K" || c->meta.ts < n.Cutoff(options_.clock_ms())) return not_found();
+    if (!c->have_meta || !c->status.kept() || c->meta.ts < n.Cutoff(options_.clock_ms())) return not_found();
     return DocumentInfo{c->meta.id, c->meta.fp, c->meta.hf, c->meta.ts};
   }
 
   // ---- the check ----------------------------------------------------------------
+  //
+  // The fenced protocol, in the steps of docs/cluster.md (which has the
+  // whole argument and the failure cases):
+  //   1. Write (AppendPending): check our view of the namespace, look the id
+  //      up (a retried request replays its answer) and, when storing, write
+  //      our pending record (metadata with a lease) and APPEND it to every
+  //      bucket and anchor bucket we live in; a replica acknowledges it.
+  //   2. Read (GatherCandidates): every bucket and anchor bucket of every
+  //      live window, after all of step 1.
+  //   3. Look (ReadCandidates, FilterByPairRule, CollectKept): metadata and
+  //      status of each candidate; drop what the pair rule (DecidePair)
+  //      rejects; the kept ones are our matches.
+  //   4. Resolve (ResolvePending): with no match, and when inserting, settle
+  //      pending candidates in id order: wait for an older one while its
+  //      lease runs, else fence it (status "R<our id>", SET NX).
+  //   5. Commit (Commit, Publish, AdoptFencer): SET NX our own status, kept
+  //      if nothing was, else rejected; if a peer fenced us first, we are
+  //      its duplicate when it was kept, else 503.
+  //   Then Answer: the matches in NearDupSet's order (RanksBefore).
+  // Why exactly one of concurrent near-duplicates is kept: each appends
+  // (step 1, acknowledged) before it reads (step 2), and two near-duplicates
+  // share a key both append to and both read, so at least one of them sees
+  // the other's record. The pair relation is symmetric, so that one keeps
+  // the other as a candidate and settles its status before committing. A
+  // status is set once (SET NX): either the other was "K" first (we reject
+  // ourselves) or our fence was first (its "K" fails). Never both "K".
+  // Leases only decide when a peer may fence; fencing is always safe.
 
   Result<CheckOutcome> CheckOne(const std::string& ns, const DocumentInput& doc, CheckMode mode) {
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(doc.id));
@@ -744,355 +991,265 @@ class RedisClusterEngine final : public Engine {
   }
 
   Result<CheckOutcome> CheckWith(const NsInfo& n, const DocumentInput& doc, CheckMode mode, bool* stale) {
-    TextAnalysis analysis;
-    n.fp->Analyze(doc.text, &analysis);
-    // The signature the embedded store decides on (near_dup_set.h).
-    const DocSignature sig = MakeSignature(analysis);
-    const uint64_t fp = sig.fingerprint, ch = sig.content_hash;
-    const bool hf = sig.has_features;
-    const int64_t now = options_.clock_ms();
-    const int64_t cutoff = n.Cutoff(now);
-    const int64_t ts = doc.timestamp_ms.value_or(now);
-    const bool store = mode != CheckMode::kQueryOnly && ts >= cutoff;
-    const int k = n.settings.k;
-    const NearDupOptions policy = n.Policy();
-    const RecheckOptions& rc = policy.recheck;
-    // With the re-check off nothing of it is written or read: the store then
-    // costs and decides exactly as the plain rule always did.
-    const bool sketched = rc.enabled && sig.has_sketch();
-    // Fingerprint records are kept up to the widest radius a pair with this
-    // document can use: max(k, short_k) when either text is short. Whether a
-    // candidate is short is known from its metadata (step 3).
-    const int read_radius = sketched ? std::max(k, rc.short_k) : k;
-    // The anchors this document is appended and looked up under: its first
-    // `anchors`. Both sides of a pair use the same rule, so a pair sharing
-    // one shares a key (docs/cluster.md).
-    std::vector<uint32_t> anchors;
-    if (sketched) {
-      const size_t a = std::min(static_cast<size_t>(rc.anchors), sig.sketch.anchors.size());
-      anchors.assign(sig.sketch.anchors.begin(), sig.sketch.anchors.begin() + static_cast<std::ptrdiff_t>(a));
-    }
-    std::vector<uint32_t> prefixes;
-    for (uint32_t a : anchors) prefixes.push_back(n.AnchorPrefix(a));
-    std::sort(prefixes.begin(), prefixes.end());
-    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
-
-    CheckOutcome out;
-    out.fingerprint = fp;
-    out.has_features = hf;
-
-    // The buckets this document lives in (own window) and those it reads.
-    auto keys_in = [&](int64_t w) {
-      std::vector<std::string> keys;
-      if (hf) {
-        for (size_t t = 0; t < n.layout.masks.size(); ++t) keys.push_back(BucketKey(n, t, RedisTableLayout::Key(fp, n.layout.masks[t]), w));
-      } else {
-        keys.push_back(ExactKey(n, ch, w));
-      }
-      return keys;
-    };
-    std::vector<int64_t> windows;
-    {
-      int64_t hi = n.Window(std::max(now, ts)) + (n.window_ms > 0 ? 1 : 0);
-      int64_t lo = cutoff == std::numeric_limits<int64_t>::min() ? hi - 64 : n.Window(cutoff);
-      if (n.window_ms == 0) lo = hi = 0;
-      lo = std::max(lo, hi - 64);
-      for (int64_t w = lo; w <= hi; ++w) windows.push_back(w);
-    }
-
-    // Round 1: the namespace record (is our cached view current?), the id
-    // (idempotency), and, when storing, our pending record: metadata (with
-    // the sketch) and a lease, then APPEND to every bucket and anchor bucket
-    // — all before round 2 reads any of them (docs/cluster.md, why exactly
-    // one is kept); WAIT for a replica.
-    uint64_t iid = 0;
-    Meta meta{ts, fp, ch, hf, 0, doc.id};
-    if (sketched) meta.extra = EncodeSignatureExtra(sig);
-    const int64_t doc_exp = n.DocExpiry(ts);
-    {
-      if (store) {
-        auto id = AllocateId();
-        if (!id.ok()) return id.status();
-        iid = id.value();
-      }
-      std::vector<RedisCommand> cmds = {Cmd({"GET", NsKey(n.name)}), Cmd({"GET", IdKey(n, doc.id)})};
-      if (store) {
-        meta.lease_until = options_.clock_ms() + options_.lease_ms;
-        cmds.push_back(SetCmd(MetaKey(n, iid), EncodeMeta(meta), doc_exp, false, false));
-        std::string rec(16, '\0');
-        EncodeFixed(rec.data(), hf ? fp : ch, 8);
-        EncodeFixed(rec.data() + 8, iid, 8);
-        const int64_t w = n.Window(ts);
-        const int64_t exp = n.BucketExpiry(w, ts);
-        auto expire = [&](const std::string& key) {
-          if (exp <= 0) return;
-          // NX sets a fresh key's expiry, GT only ever extends it.
-          cmds.push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "NX"}));
-          cmds.push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "GT"}));
-        };
-        for (const std::string& key : keys_in(w)) {
-          cmds.push_back(Cmd({"APPEND", key, rec}));
-          expire(key);
-        }
-        for (uint32_t a : anchors) {
-          std::string arec(kAnchorRecord, '\0');
-          EncodeFixed(arec.data(), a, 4);
-          EncodeFixed(arec.data() + 4, iid, 8);
-          cmds.push_back(Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(a), w), std::move(arec)}));
-        }
-        for (uint32_t p : prefixes) expire(AnchorKey(n, p, w));
-      }
-      std::vector<RedisReply> r;
-      NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, store ? Durable() : RedisClusterClient::BatchOptions{}));
-      for (const RedisReply& x : r) NEARDUP_RETURN_IF_ERROR(ReplyError(x, "write"));
-      if (!r[0].is_string() || r[0].str != n.raw) {
-        // Deleted, re-created or changed by another instance: redo with the
-        // current record (what we appended is pending under the old view and
-        // is fenced or ignored by whoever sees it).
-        *stale = true;
-        return Status::Unavailable("stale namespace");
-      }
-      uint64_t old = 0;
-      if (mode != CheckMode::kQueryOnly && r[1].is_string() && ParseU64(r[1].str, &old)) {
-        std::vector<Candidate> prior(1);
-        prior[0].iid = old;
-        NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &prior, /*sync=*/true));
-        if (prior[0].have_meta && prior[0].status == "K" && prior[0].meta.ts >= cutoff) {
-          return Replay(n, prior[0], iid, doc_exp, /*repair_id=*/false, &out);
-        }
-      }
-    }
-    if (store && !Step("appended")) return AbandonedStatus();
-
-    // Round 2: read every bucket (all tables, all live windows) and the
-    // anchor buckets; filter by popcount and exact anchor here, not in Redis.
-    std::vector<Candidate> cands;
-    {
-      std::vector<RedisCommand> cmds;
-      std::vector<std::pair<uint32_t, int64_t>> anchor_reads;  // (prefix, window) per anchor GET, after the buckets
-      for (int64_t w : windows) {
-        for (std::string& key : keys_in(w)) cmds.push_back(Cmd({"GET", std::move(key)}));
-      }
-      const size_t buckets = cmds.size();
-      for (int64_t w : windows) {
-        for (uint32_t p : prefixes) {
-          cmds.push_back(Cmd({"GET", AnchorKey(n, p, w)}));
-          anchor_reads.emplace_back(p, w);
-        }
-      }
-      cmds.push_back(Cmd({"HINCRBY", CountersKey(n), "checks", "1"}));
-      std::vector<RedisReply> r;
-      NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
-      // id -> (distance, or -1 when not within read_radius; shares a live anchor)
-      std::unordered_map<uint64_t, std::pair<int, bool>> seen;
-      size_t records = 0;
-      for (size_t i = 0; i < buckets; ++i) {
-        NEARDUP_RETURN_IF_ERROR(ReplyError(r[i], "GET bucket"));
-        const std::string& s = r[i].str;
-        for (size_t off = 0; off + 16 <= s.size(); off += 16, ++records) {
-          const uint64_t g = DecodeFixed(s.data() + off, 8), id = DecodeFixed(s.data() + off + 8, 8);
-          if (id == iid) continue;
-          const int d = hf ? std::popcount(g ^ fp) : (g == ch ? 0 : 65);
-          if (d <= read_radius) seen.emplace(id, std::pair<int, bool>(d, false));
-        }
-      }
-      if (!anchors.empty()) {
-        // Stop keys by append order (docs/cluster.md): a record is live for
-        // anchor x when at most anchor_max_postings records with x precede
-        // it in its key. Whoever reads a record sees everything before it,
-        // so both sides of a pair compute the same answer.
-        const uint32_t cap = static_cast<uint32_t>(rc.anchor_max_postings);
-        const int64_t own_w = n.Window(ts);
-        std::vector<uint32_t> own_before(anchors.size(), 0);  // x-records before ours in our key
-        std::vector<bool> own_found(anchors.size(), false);
-        std::vector<std::vector<uint64_t>> hits(anchors.size());  // live records of other documents, per anchor
-        std::vector<uint32_t> count(anchors.size());
-        for (size_t i = 0; i < anchor_reads.size(); ++i) {
-          const RedisReply& reply = r[buckets + i];
-          NEARDUP_RETURN_IF_ERROR(ReplyError(reply, "GET anchors"));
-          const auto [p, w] = anchor_reads[i];
-          std::fill(count.begin(), count.end(), 0);
-          const std::string& s = reply.str;
-          for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++records) {
-            const auto x = static_cast<uint32_t>(DecodeFixed(s.data() + off, 4));
-            const uint64_t id = DecodeFixed(s.data() + off + 4, 8);
-            const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);  // anchors ascend
-            if (it == anchors.end() || *it != x) continue;
-            const size_t a = static_cast<size_t>(it - anchors.begin());
-            const uint32_t before = count[a]++;
-            if (id == iid && w == own_w) {
-              own_before[a] = before;
-              own_found[a] = true;
-            } else if (id != iid && before <= cap) {
-              hits[a].push_back(id);
-            }
-          }
-          if (w == own_w) {
-            // Not appended (a query): as if appended now, after every record read.
-            for (size_t a = 0; a < anchors.size(); ++a) {
-              if (!own_found[a] && n.AnchorPrefix(anchors[a]) == p) own_before[a] = count[a];
-            }
-          }
-        }
-        for (size_t a = 0; a < anchors.size(); ++a) {
-          if (own_before[a] > cap) continue;  // a stop key for us
-          for (uint64_t id : hits[a]) seen.try_emplace(id, -1, false).first->second.second = true;
-        }
-      }
-      for (const auto& [id, found] : seen) {
-        Candidate c;
-        c.iid = id;
-        c.distance = found.first;
-        c.by_anchor = found.second;
-        cands.push_back(std::move(c));
-      }
-      std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.iid < b.iid; });
-      scanned_.fetch_add(records);
-    }
-    NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &cands, /*sync=*/true));
-    if (store && !Step("read")) return AbandonedStatus();
-
-    // Step 3's filter: the pair rule (the one NearDupSet applies). A
-    // candidate that is not a near-duplicate is dropped here, so it is never
-    // waited on or fenced. Candidates without metadata stay (and are
-    // ignored below as expired): a record whose metadata is not visible yet
-    // belongs to a check whose step 1 has not finished, so its step 2 will
-    // see our record and settle the pair.
-    const PairSide me = PairSide::Of(sig);
-    // A candidate's distance and similarity from its metadata, and the pair
-    // rule's verdict: equal text first; texts without features match by equal
-    // text only.
-    auto measure = [&](Candidate& c) {
-      const bool exact = c.meta.ch == ch;
-      c.distance = hf && c.meta.hf ? std::popcount(c.meta.fp ^ fp) : (exact ? 0 : 65);
-      if (exact) {
-        c.similarity = 1.0;
-        return true;
-      }
-      if (!hf || !c.meta.hf) return false;
-      const PairDecision d = DecidePair(policy, me, PairSide::Of(c.meta.sig), c.distance);
-      c.similarity = d.similarity;
-      return d.duplicate;
-    };
-    std::erase_if(cands, [&](Candidate& c) {
-      if (!c.have_meta) return false;
-      if (!measure(c)) return true;
-      if (c.meta.ch == ch) return false;
-      // Found in a bucket within the read radius: a candidate only within the
-      // pair's own radius (or through an anchor).
-      const bool either_short = IsShortText(rc, sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
-      return !(c.distance <= k || c.by_anchor || (sketched && either_short && c.distance <= std::max(k, rc.short_k)));
-    });
-
-    std::vector<const Candidate*> kept;  // matches: K candidates, unexpired
-    auto live = [&](const Candidate& c) { return c.have_meta && c.meta.ts >= cutoff; };
-    for (const Candidate& c : cands) {
-      if (!live(c) || c.status != "K") continue;
-      if (mode != CheckMode::kQueryOnly && c.meta.id == doc.id) {
-        // Our own earlier attempt was kept (its id key was not written yet, or its answer was lost).
-        return Replay(n, c, iid, doc_exp, /*repair_id=*/true, &out);
-      }
-      kept.push_back(&c);
-    }
-
-    if (mode == CheckMode::kCheckAndInsert && store && kept.empty()) {
-      // Resolve pending candidates in id order until one is kept.
-      for (Candidate& c : cands) {
-        if (!live(c) || !c.status.empty()) continue;
-        NEARDUP_RETURN_IF_ERROR(Resolve(n, iid, &meta, doc_exp, &c));
-        if (c.status == "K") {
-          if (c.meta.id == doc.id) return Replay(n, c, iid, doc_exp, /*repair_id=*/true, &out);
-          kept.push_back(&c);
-          break;
-        }
-      }
+    CheckRun run(n, doc, mode, options_.clock_ms());
+    NEARDUP_RETURN_IF_ERROR(AppendPending(run, stale));
+    if (run.answered) return std::move(run.out);
+    if (run.store && !Step("appended")) return AbandonedStatus();
+    NEARDUP_RETURN_IF_ERROR(GatherCandidates(run));
+    NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &run.cands, /*sync=*/true));
+    if (run.store && !Step("read")) return AbandonedStatus();
+    FilterByPairRule(run);
+    NEARDUP_RETURN_IF_ERROR(CollectKept(run));
+    if (run.answered) return std::move(run.out);
+    if (mode == CheckMode::kCheckAndInsert && run.store && run.kept.empty()) {
+      NEARDUP_RETURN_IF_ERROR(ResolvePending(run));
+      if (run.answered) return std::move(run.out);
       if (!Step("resolved")) return AbandonedStatus();
     }
-
-    Candidate fencer;  // set when a peer rejected us
-    if (store) {
-      const bool keep = mode == CheckMode::kInsertAlways || kept.empty();
-      std::vector<RedisCommand> cmds;
-      if (keep && mode == CheckMode::kInsertAlways) {
-        cmds.push_back(SetCmd(StatKey(n, iid), "K", doc_exp, false, /*get=*/true));
-      } else {
-        cmds.push_back(SetCmd(StatKey(n, iid), keep ? "K" : FenceValue(iid), doc_exp, true, true));
-      }
-      std::vector<RedisReply> r;
-      NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
-      NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET status"));
-      if (keep) {
-        const bool won = mode == CheckMode::kInsertAlways || r[0].is_nil();
-        if (won) {
-          commits_.fetch_add(1);
-          out.stored = true;
-          if (!Step("committed")) return AbandonedStatus();
-          std::vector<RedisCommand> after = {SetCmd(IdKey(n, doc.id), std::to_string(iid), doc_exp, false, false),
-                                             Cmd({"HINCRBY", CountersKey(n), "inserted", "1"})};
-          if (!kept.empty()) after.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
-          std::vector<RedisReply> r2;
-          NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(after, &r2, Durable()));
-        } else {
-          // A peer saw our pending record and rejected it ("R<its id>"): we
-          // are its duplicate if it was kept; if it was not (it died or was
-          // itself rejected) nothing names a stored document: 503, retry.
-          uint64_t by = 0;
-          if (r[0].str.size() < 2 || r[0].str[0] != 'R' || !ParseU64(std::string_view(r[0].str).substr(1), &by)) {
-            return Status::Unavailable("unexpected status \"" + r[0].str + "\"");
-          }
-          fencer.iid = by;
-          std::vector<Candidate> one = {fencer};
-          NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &one, true));
-          fencer = one[0];
-          if (fencer.have_meta && fencer.status.empty()) NEARDUP_RETURN_IF_ERROR(WaitFor(n, &fencer, nullptr, 0, 0));
-          if (!fencer.have_meta || fencer.status != "K" || fencer.meta.ts < cutoff) {
-            return Status::Unavailable("rejected by a concurrent document that was not kept; retry");
-          }
-          (void)measure(fencer);  // its distance and similarity for the answer; it fenced us, so it matches
-          kept.push_back(&fencer);
-        }
-      }
-    }
-
-    // The answer, in NearDupSet's order: the oldest document with the same
-    // text, then the most similar (re-check on), then the nearest, then the
-    // oldest.
-    const Candidate* first_exact = nullptr;
-    for (const Candidate* c : kept) {
-      if (c->meta.ch == ch && (first_exact == nullptr || c->iid < first_exact->iid)) first_exact = c;
-    }
-    auto rank = [&](const Candidate* c) { return MatchRank{c == first_exact, c->similarity, c->distance, c->iid}; };
-    std::sort(kept.begin(), kept.end(),
-              [&](const Candidate* a, const Candidate* b) { return RanksBefore(rank(a), rank(b), rc.enabled); });
-    for (const Candidate* c : kept) {
-      if (static_cast<int>(out.matches.size()) >= n.settings.max_matches) break;
-      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, c->similarity, c->meta.ch == ch, c->meta.ts});
-    }
-    out.duplicate = !out.matches.empty();
-    if (out.duplicate && !out.stored && mode != CheckMode::kQueryOnly) {
-      std::vector<RedisReply> r;
-      const std::vector<RedisCommand> cmds = {Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"})};
-      (void)client_->ExecuteBatch(cmds, &r);
-    }
-    return out;
+    if (run.store) NEARDUP_RETURN_IF_ERROR(Commit(run));
+    return Answer(run);
   }
 
-  // Decides a pending candidate `c` (status ""): waits while it is older
-  // than us and its lease runs, else fences it with "R<our id>" (SET NX: the
-  // status is decided once; whoever sets it first wins). Leaves c->status
-  // decided ("K" or "R...") on success.
+  // The buckets a document lives in for window w: one per table, or, for a
+  // text without features, its exact-text key.
+  static std::vector<std::string> OwnKeys(const CheckRun& run, int64_t w) {
+    const NsInfo& n = run.n;
+    std::vector<std::string> keys;
+    if (run.hf) {
+      for (size_t t = 0; t < n.layout.masks.size(); ++t) {
+        keys.push_back(BucketKey(n, t, RedisTableLayout::Key(run.fp, n.layout.masks[t]), w));
+      }
+    } else {
+      keys.push_back(ExactKey(n, run.ch, w));
+    }
+    return keys;
+  }
+
+  // Step 1, Write. Everything of ours is written before step 2 reads
+  // anything: the order the exactly-one argument rests on.
+  Status AppendPending(CheckRun& run, bool* stale) {
+    const NsInfo& n = run.n;
+    if (run.store) {
+      auto id = AllocateId();
+      if (!id.ok()) return id.status();
+      run.iid = id.value();
+    }
+    std::vector<RedisCommand> cmds = {Cmd({"GET", NsKey(n.name)}), Cmd({"GET", IdKey(n, run.doc.id)})};
+    if (run.store) AddPendingWrites(run, &cmds);
+    std::vector<RedisReply> r;
+    NEARDUP_RETURN_IF_ERROR(
+        client_->ExecuteBatch(cmds, &r, run.store ? Durable() : RedisClusterClient::BatchOptions{}));
+    for (const RedisReply& x : r) NEARDUP_RETURN_IF_ERROR(ReplyError(x, "write"));
+    if (!r[0].is_string() || r[0].str != n.raw) {
+      // Deleted, re-created or changed by another instance: redo with the
+      // current record (what we appended is pending under the old view and
+      // is fenced or ignored by whoever sees it).
+      *stale = true;
+      return Status::Unavailable("stale namespace");
+    }
+    uint64_t old = 0;
+    if (run.mode != CheckMode::kQueryOnly && r[1].is_string() && ParseU64(r[1].str, &old)) {
+      std::vector<Candidate> prior(1);
+      prior[0].iid = old;
+      NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &prior, /*sync=*/true));
+      if (prior[0].have_meta && prior[0].status.kept() && prior[0].meta.ts >= run.cutoff) {
+        return Replay(run, prior[0], /*repair_id=*/false);
+      }
+    }
+    return Status::OK();
+  }
+
+  // Our pending record: metadata with a lease, then the record in every
+  // bucket and anchor bucket of our own window.
+  void AddPendingWrites(CheckRun& run, std::vector<RedisCommand>* cmds) const {
+    const NsInfo& n = run.n;
+    run.meta.lease_until = options_.clock_ms() + options_.lease_ms;
+    cmds->push_back(SetCmd(MetaKey(n, run.iid), EncodeMeta(run.meta), run.doc_exp, false, false));
+    std::string rec(16, '\0');
+    EncodeFixed(rec.data(), run.hf ? run.fp : run.ch, 8);
+    EncodeFixed(rec.data() + 8, run.iid, 8);
+    const int64_t w = n.Window(run.ts);
+    const int64_t exp = n.BucketExpiry(w, run.ts);
+    auto expire = [&](const std::string& key) {
+      if (exp <= 0) return;
+      // NX sets a fresh key's expiry, GT only ever extends it.
+      cmds->push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "NX"}));
+      cmds->push_back(Cmd({"PEXPIREAT", key, std::to_string(exp), "GT"}));
+    };
+    for (const std::string& key : OwnKeys(run, w)) {
+      cmds->push_back(Cmd({"APPEND", key, rec}));
+      expire(key);
+    }
+    for (uint32_t a : run.anchors) {
+      std::string arec(kAnchorRecord, '\0');
+      EncodeFixed(arec.data(), a, 4);
+      EncodeFixed(arec.data() + 4, run.iid, 8);
+      cmds->push_back(Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(a), w), std::move(arec)}));
+    }
+    for (uint32_t p : run.prefixes) expire(AnchorKey(n, p, w));
+  }
+
+  // Step 2, Read: every bucket (all tables, all live windows) and anchor
+  // bucket, filtered by popcount and exact anchor here, not in Redis. The
+  // candidates come out in id order: the order ResolvePending settles them
+  // in, so that every check waits on older ids only.
+  Status GatherCandidates(CheckRun& run) {
+    const NsInfo& n = run.n;
+    std::vector<RedisCommand> cmds;
+    std::vector<AnchorRead> anchor_reads;
+    for (int64_t w : run.windows) {
+      for (std::string& key : OwnKeys(run, w)) cmds.push_back(Cmd({"GET", std::move(key)}));
+    }
+    const size_t buckets = cmds.size();
+    for (int64_t w : run.windows) {
+      for (uint32_t p : run.prefixes) {
+        cmds.push_back(Cmd({"GET", AnchorKey(n, p, w)}));
+        anchor_reads.push_back(AnchorRead{p, w});
+      }
+    }
+    cmds.push_back(Cmd({"HINCRBY", CountersKey(n), "checks", "1"}));
+    std::vector<RedisReply> r;
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
+    SeenIds seen;
+    size_t records = 0;
+    NEARDUP_RETURN_IF_ERROR(ScanBuckets(run, std::span(r).first(buckets), &seen, &records));
+    if (!run.anchors.empty()) {
+      NEARDUP_RETURN_IF_ERROR(ScanAnchors(run, std::span(r).subspan(buckets, anchor_reads.size()), anchor_reads,
+                                          &seen, &records));
+    }
+    for (const auto& [id, found] : seen) {
+      Candidate c;
+      c.iid = id;
+      c.distance = found.first;
+      c.by_anchor = found.second;
+      run.cands.push_back(std::move(c));
+    }
+    std::sort(run.cands.begin(), run.cands.end(), [](const Candidate& a, const Candidate& b) { return a.iid < b.iid; });
+    scanned_.fetch_add(records);
+    return Status::OK();
+  }
+
+  // Step 3, Look: the kept, unexpired candidates are the matches. Our own earlier
+  // attempt among them (its id key not written yet, or its answer lost)
+  // makes this a replay.
+  Status CollectKept(CheckRun& run) {
+    for (const Candidate& c : run.cands) {
+      if (!run.Live(c) || !c.status.kept()) continue;
+      if (run.mode != CheckMode::kQueryOnly && c.meta.id == run.doc.id) return Replay(run, c, /*repair_id=*/true);
+      run.kept.push_back(&c);
+    }
+    return Status::OK();
+  }
+
+  // Step 4, Resolve: settles pending candidates in id order until one
+  // is kept (then we are its duplicate).
+  Status ResolvePending(CheckRun& run) {
+    for (Candidate& c : run.cands) {
+      if (!run.Live(c) || !c.status.pending()) continue;
+      NEARDUP_RETURN_IF_ERROR(Resolve(run.n, run.iid, &run.meta, run.doc_exp, &c));
+      if (c.status.kept()) {
+        if (c.meta.id == run.doc.id) return Replay(run, c, /*repair_id=*/true);
+        run.kept.push_back(&c);
+        break;
+      }
+    }
+    return Status::OK();
+  }
+
+  // Step 5, Commit: our status, decided once. kInsertAlways keeps unconditionally
+  // (a plain SET); otherwise SET NX: "K" when nothing was kept, else our own
+  // rejection. A value already there means a peer fenced us first.
+  Status Commit(CheckRun& run) {
+    const NsInfo& n = run.n;
+    const bool always = run.mode == CheckMode::kInsertAlways;
+    const bool keep = always || run.kept.empty();
+    const RecordStatus mine = keep ? RecordStatus::Kept() : RecordStatus::RejectedBy(run.iid);
+    const std::vector<RedisCommand> cmds = {
+        SetCmd(StatKey(n, run.iid), FormatStatus(mine), run.doc_exp, /*nx=*/!always, /*get=*/true)};
+    std::vector<RedisReply> r;
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
+    NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET status"));
+    if (!keep) return Status::OK();
+    if (always || r[0].is_nil()) return Publish(run);
+    return AdoptFencer(run, r[0].str);
+  }
+
+  // We are kept: the id key (later checks of this id replay) and counters.
+  Status Publish(CheckRun& run) {
+    const NsInfo& n = run.n;
+    commits_.fetch_add(1);
+    run.out.stored = true;
+    if (!Step("committed")) return AbandonedStatus();
+    std::vector<RedisCommand> after = {SetCmd(IdKey(n, run.doc.id), std::to_string(run.iid), run.doc_exp, false, false),
+                                       Cmd({"HINCRBY", CountersKey(n), "inserted", "1"})};
+    if (!run.kept.empty()) after.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
+    std::vector<RedisReply> r;
+    return client_->ExecuteBatch(after, &r, Durable());
+  }
+
+  // A peer saw our pending record and fenced it: we are its duplicate if it
+  // was kept; if it was not (it died or was itself rejected) nothing names a
+  // stored document: 503, the client retries.
+  Status AdoptFencer(CheckRun& run, const std::string& raw) {
+    const RecordStatus s = ParseStatus(raw);
+    if (s.state != RecordState::kRejected || s.by == 0) return Status::Unavailable("unexpected status \"" + raw + "\"");
+    std::vector<Candidate> one(1);
+    one[0].iid = s.by;
+    NEARDUP_RETURN_IF_ERROR(ReadCandidates(run.n, &one, /*sync=*/true));
+    run.fencer = std::move(one[0]);
+    Candidate& f = run.fencer;
+    if (f.have_meta && f.status.pending()) NEARDUP_RETURN_IF_ERROR(WaitFor(run.n, &f, nullptr, 0, 0));
+    if (!f.have_meta || !f.status.kept() || f.meta.ts < run.cutoff) {
+      return Status::Unavailable("rejected by a concurrent document that was not kept; retry");
+    }
+    (void)Measure(run, &f);  // its distance and similarity for the answer; it fenced us, so it matches
+    run.kept.push_back(&f);
+    return Status::OK();
+  }
+
+  // The answer, in NearDupSet's order: the oldest document with the same text,
+  // then the most similar (re-check on), then the nearest, then the oldest.
+  Result<CheckOutcome> Answer(CheckRun& run) {
+    const Candidate* first_exact = nullptr;
+    for (const Candidate* c : run.kept) {
+      if (c->meta.ch == run.ch && (first_exact == nullptr || c->iid < first_exact->iid)) first_exact = c;
+    }
+    auto rank = [&](const Candidate* c) { return MatchRank{c == first_exact, c->similarity, c->distance, c->iid}; };
+    const bool by_similarity = run.rc().enabled;
+    std::sort(run.kept.begin(), run.kept.end(),
+              [&](const Candidate* a, const Candidate* b) { return RanksBefore(rank(a), rank(b), by_similarity); });
+    CheckOutcome& out = run.out;
+    for (const Candidate* c : run.kept) {
+      if (static_cast<int>(out.matches.size()) >= run.n.settings.max_matches) break;
+      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, c->similarity, c->meta.ch == run.ch, c->meta.ts});
+    }
+    out.duplicate = !out.matches.empty();
+    if (out.duplicate && !out.stored && run.mode != CheckMode::kQueryOnly) {
+      std::vector<RedisReply> r;
+      const std::vector<RedisCommand> cmds = {Cmd({"HINCRBY", CountersKey(run.n), "duplicates", "1"})};
+      (void)client_->ExecuteBatch(cmds, &r);
+    }
+    return std::move(out);
+  }
+
+  // Decides a pending candidate `c`: waits while it is older than us and its
+  // lease runs, else fences it with "R<our id>" (SET NX: the status is
+  // decided once; whoever sets it first wins). Leaves c->status decided
+  // (kept or rejected) on success.
   Status Resolve(const NsInfo& n, uint64_t iid, Meta* own, int64_t own_exp, Candidate* c) {
     // An older attempt of the same document id (its client retried): fence it
     // at once rather than wait for its lease.
     if (c->iid < iid && c->meta.id != own->id) {
       NEARDUP_RETURN_IF_ERROR(WaitFor(n, c, own, iid, own_exp));
-      if (!c->status.empty()) return Status::OK();
+      if (!c->status.pending()) return Status::OK();
     }
-    std::vector<RedisCommand> cmds = {SetCmd(StatKey(n, c->iid), FenceValue(iid), n.DocExpiry(c->meta.ts), true, true)};
+    const RecordStatus fence = RecordStatus::RejectedBy(iid);
+    std::vector<RedisCommand> cmds = {
+        SetCmd(StatKey(n, c->iid), FormatStatus(fence), n.DocExpiry(c->meta.ts), true, true)};
     std::vector<RedisReply> r;
     NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
     NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET fence"));
-    c->status = r[0].is_nil() ? FenceValue(iid) : r[0].str;
+    c->status = r[0].is_nil() ? fence : ParseStatus(r[0].str);
     return Status::OK();
   }
 
@@ -1103,14 +1260,14 @@ class RedisClusterEngine final : public Engine {
   Status WaitFor(const NsInfo& n, Candidate* c, Meta* own, uint64_t iid, int64_t own_exp) {
     int sleep_ms = 1;
     const auto hard_stop = std::chrono::steady_clock::now() + std::chrono::milliseconds(3 * options_.lease_ms + 1000);
-    while (c->status.empty() && options_.clock_ms() < c->meta.lease_until &&
+    while (c->status.pending() && options_.clock_ms() < c->meta.lease_until &&
            std::chrono::steady_clock::now() < hard_stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
       sleep_ms = std::min(sleep_ms * 2, 20);
       std::vector<Candidate> one = {*c};
       NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &one, /*sync=*/true));
-      if (!one[0].have_meta) {  // expired meanwhile
-        c->status = "R";
+      if (!one[0].have_meta) {  // expired meanwhile: as good as rejected (by nobody)
+        c->status = RecordStatus::RejectedBy(0);
         return Status::OK();
       }
       *c = one[0];
@@ -1124,13 +1281,16 @@ class RedisClusterEngine final : public Engine {
     return Status::OK();
   }
 
-  // The id is stored (as `kept`): answer replay and retire our own pending
-  // record. With repair_id the id key is written if missing (the attempt that
-  // stored it died between its status and its id key).
-  Result<CheckOutcome> Replay(const NsInfo& n, const Candidate& kept, uint64_t iid, int64_t doc_exp, bool repair_id,
-                              CheckOutcome* out) {
+  // The id is stored (as `kept`): the answer is a replay, and our own
+  // pending record (if any) is retired. With repair_id the id key is written
+  // if missing (the attempt that stored it died between its status and its
+  // id key).
+  Status Replay(CheckRun& run, const Candidate& kept, bool repair_id) {
+    const NsInfo& n = run.n;
     std::vector<RedisCommand> cmds;
-    if (iid != 0) cmds.push_back(SetCmd(StatKey(n, iid), FenceValue(iid), doc_exp, true, false));
+    if (run.iid != 0) {
+      cmds.push_back(SetCmd(StatKey(n, run.iid), FormatStatus(RecordStatus::RejectedBy(run.iid)), run.doc_exp, true, false));
+    }
     if (repair_id) {
       cmds.push_back(SetCmd(IdKey(n, kept.meta.id), std::to_string(kept.iid), n.DocExpiry(kept.meta.ts), true, true));
     }
@@ -1142,13 +1302,15 @@ class RedisClusterEngine final : public Engine {
         (void)client_->ExecuteBatch(count, &r);
       }
     }
-    out->stored = true;
-    out->replay = true;
-    out->duplicate = false;
-    out->matches.clear();
-    out->fingerprint = kept.meta.fp;
-    out->has_features = kept.meta.hf;
-    return std::move(*out);
+    CheckOutcome& out = run.out;
+    out.stored = true;
+    out.replay = true;
+    out.duplicate = false;
+    out.matches.clear();
+    out.fingerprint = kept.meta.fp;
+    out.has_features = kept.meta.hf;
+    run.answered = true;
+    return Status::OK();
   }
 
   RedisEngineOptions options_;

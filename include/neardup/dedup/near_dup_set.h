@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "neardup/dedup/pair_rule.h"
@@ -98,6 +99,16 @@ class NearDupSet {
   void ExactMatches(uint64_t content_hash, std::vector<DocId>* ids) const;
   bool IsShort(uint32_t num_chars) const { return IsShortText(options_.recheck, num_chars); }
   int SearchRadius(const DocSignature& doc) const;
+  // FindDuplicate's steps (near_dup_set.cc): its candidate sources, then the
+  // pair rule and ranking. A candidate travels with its sketch record (null:
+  // none kept).
+  using SketchedMatch = std::pair<Match, const uint32_t*>;
+  DuplicateMatch ExactAnswer(const DocSignature& doc, const std::vector<DocId>& exact_ids) const;
+  Status FingerprintCandidates(const DocSignature& doc, bool sketches, std::vector<SketchedMatch>* out) const;
+  void AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const;
+  void RankAccepted(const DocSignature& doc, const std::vector<SketchedMatch>& checked,
+                    const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
+                    std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
 
   NearDupOptions options_;
