@@ -174,7 +174,7 @@ Fixture* Build(const std::string& kind) {
       return &f;
     }
     fp.Analyze(text, &a);
-    const DocSignature sig = neardup::MakeSignature(a);
+    const DocSignature sig = neardup::MakeSignature(a, text, 3);
     // Insert-always, like a service namespace: the set decides nothing here.
     if (!f.recheck->Insert(i, sig).ok() || !f.plain->Insert(i, DocSignature{sig.content_hash, sig.fingerprint,
                                                                               sig.has_features})
@@ -224,7 +224,7 @@ void Run(benchmark::State& state, const std::string& kind, Policy policy, bool d
     i = i + 1 == f->queries.size() ? 0 : i + 1;
     fp.Analyze(q, &a);
     if (recheck) {
-      sig = neardup::MakeSignature(a);
+      sig = neardup::MakeSignature(a, q, 3);
     } else {
       sig = DocSignature{a.content_hash, a.fingerprint, a.has_features()};
     }

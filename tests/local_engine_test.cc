@@ -328,7 +328,7 @@ TEST_F(LocalEngineTest, RecheckPolicyIsPerNamespace) {
   EXPECT_TRUE(engine_->GetNamespace("checked")->settings.recheck.enabled);
   // Bad policy values are refused like any other setting.
   NamespaceSettings bad;
-  bad.recheck.min_similarity = 1.5;
+  bad.recheck.threshold = 1.5;
   EXPECT_EQ(engine_->PutNamespace("plain", bad, &created).code(), Status::Code::kInvalidArgument);
 }
 
@@ -393,17 +393,17 @@ TEST(NamespaceSettingsJson, ParsesSubsetsAndRejectsUnknownFields) {
   ASSERT_TRUE(round.ok());
   EXPECT_EQ(*round, *s);
   // The re-check policy: any subset of its fields, each checked.
-  auto r = NamespaceSettings::FromJson(R"({"recheck": {"enabled": false, "short_k": 6, "min_similarity": 0.6}})", {});
+  auto r = NamespaceSettings::FromJson(R"({"recheck": {"enabled": false, "short_k": 6}, "threshold": 0.6})", {});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->recheck.enabled);
   EXPECT_EQ(r->recheck.short_k, 6);
-  EXPECT_DOUBLE_EQ(r->recheck.min_similarity, 0.6);
+  EXPECT_DOUBLE_EQ(r->recheck.threshold, 0.6);
   EXPECT_EQ(r->recheck.short_max_chars, RecheckOptions{}.short_max_chars);
   auto r2 = NamespaceSettings::FromJson(r->ToJson(), {});
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(*r2, *r);
   EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"short_k": 9}})", {}).ok());
-  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"min_similarity": "high"}})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"threshold": "high"})", {}).ok());
   EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"sketch_max_chars": 10}})", {}).ok());
   EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": true})", {}).ok());
 }

@@ -238,9 +238,11 @@ int RunDedup(const DedupFlags& f) {
       }
       const std::string_view of = kept_ids.Find(d.duplicate_of);
       if (dups) {
-        std::fprintf(dups.get(), "{\"id\": %s, \"duplicate_of\": %.*s, \"distance\": %d, \"exact\": %s}\n",
-                     r.id.c_str(), static_cast<int>(of.size()), of.data(), d.distance,
-                     d.exact ? "true" : "false");
+        std::fprintf(dups.get(),
+                     "{\"id\": %s, \"duplicate_of\": %.*s, \"distance\": %d, \"exact\": %s, "
+                     "\"similarity\": %.4f, \"similarity_exact\": %s}\n",
+                     r.id.c_str(), static_cast<int>(of.size()), of.data(), d.distance, d.exact ? "true" : "false",
+                     d.similarity, d.similarity_exact ? "true" : "false");
       }
       if (clusters_file) clusters.Add(d.duplicate_of, r.id);
     }
@@ -293,7 +295,8 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Kept (unique) documents: their input lines, byte for byte ('-' = stdout)")
       ->required();
   cmd->add_option("-d,--duplicates", f->duplicates,
-                  "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\"}");
+                  "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
+                  "\"similarity_exact\"}");
   cmd->add_option("--clusters", f->clusters,
                   "Groups of size >= 2 as JSONL: {\"kept\", \"size\", \"members\"}");
   cmd->add_option("-k,--max-distance", f->k,

@@ -1,15 +1,16 @@
-// neardup eval: precision / recall / F1 of the deduplication decision on a
-// labeled JSONL stream (scripts/prepare_eval.py), per bucket, for the default
-// policy and the seed's plain method side by side, with the cost per
-// document. The metric is defined in docs/ACCURACY.md:
+// neardup eval: precision / recall / F1 of the deduplication decision, per
+// bucket, for neardup's policy, the seed's plain simhash and a MinHash-LSH
+// baseline side by side, with the cost per document and the memory per kept
+// document. docs/ACCURACY.md defines the metric:
 //
-//  Documents are decided in input order, first occurrence wins. A document is
-//  a positive when an earlier document of the stream has its family. For a
-//  document flagged as a duplicate of kept document j:
-//    TP  family(j) == family(doc)
-//    FP  family(j) != family(doc)
-//  FN: a positive that is not a TP (not flagged, or flagged with a wrong
-//  family - that document is then both an FP and an FN).
+//  --truth exact (the default): the truth is the exact stream outcome by the
+//  definition of text/shingles.h (ExactStream): a document is a positive
+//  when some document kept before it has similarity >= the threshold.
+//    TP  flagged and a positive;  FP  flagged, not a positive;
+//    FN  a positive not flagged.
+//  --truth family (labeled synthetic data, scripts/prepare_eval.py): a
+//  document is a positive when an earlier document of the stream has its
+//  family; a flag is right when the kept document it names has the family.
 //  P = TP / (TP + FP), R = TP / (TP + FN), F1 = 2PR / (P + R).
 #include <algorithm>
 #include <ctime>
@@ -25,6 +26,9 @@
 
 #include "commands.h"
 #include "neardup/dedup/dedup.h"
+#include "neardup/dedup/exact_stream.h"
+#include "neardup/dedup/minhash_lsh.h"
+#include "neardup/text/shingles.h"
 #include "neardup/text/similarity.h"
 
 namespace neardup::cli {
@@ -36,15 +40,20 @@ struct EvalFlags {
   std::string family_field = "family";
   std::string bucket_field = "bucket";
   std::string level_field = "level";
-  std::string policy = "both";
+  std::string truth = "exact";
+  std::string policy = "all";
   std::string json_out;
   std::string errors_out;
   FingerprintFlags fp;
   int k = 3;
-  RecheckOptions recheck_options;  // --recheck/--no-recheck: .enabled
+  RecheckOptions recheck_options;
+  bool threshold_given = false;  // else every threshold of kDefaultThresholds
   int runs = 1;
   bool by_level = false;
 };
+
+// The thresholds the evaluation reports when none is given (docs/ACCURACY.md).
+constexpr double kDefaultThresholds[] = {0.5, 0.7, 0.8};
 
 struct Doc {
   std::string text;
@@ -88,12 +97,13 @@ Status ReadDocs(const EvalFlags& f, std::vector<Doc>* docs) {
       return Status::InvalidArgument(where + "field \"" + f.text_field + "\" missing or not a string");
     }
     auto family = j.find(f.family_field);
-    if (family == j.end() || family->is_null() || family->is_structured()) {
+    const bool has_family = family != j.end() && !family->is_null() && !family->is_structured();
+    if (f.truth == "family" && !has_family) {
       return Status::InvalidArgument(where + "field \"" + f.family_field + "\" missing or not a scalar");
     }
     Doc d;
     d.text = text->get<std::string>();
-    d.family = FamilyKey(*family);
+    if (has_family) d.family = FamilyKey(*family);
     if (auto b = j.find(f.bucket_field); b != j.end() && b->is_string()) d.bucket = b->get<std::string>();
     if (auto l = j.find(f.level_field); l != j.end() && l->is_string()) d.level = l->get<std::string>();
     d.line = lines.line_number();
@@ -120,16 +130,22 @@ std::string DerivedBucket(const TextAnalysis& a) {
   return std::string(letters > 0 && cjk * 10 >= letters * 3 ? "zh" : "en") + (a.num_chars <= 200 ? "-short" : "-long");
 }
 
-struct PolicyResult {
+// What a policy decided about one document.
+struct Verdict {
+  bool duplicate = false;
+  size_t duplicate_of = 0;  // index of the kept document it names
+  double similarity = 0;
+  int distance = 0;
+};
+
+struct PolicyRun {
   std::string name;
   std::string description;
-  std::map<std::string, Counts> by_bucket;
-  std::map<std::string, Counts> by_level;  // "bucket/level"
-  Counts all;
-  uint64_t kept = 0;
-  uint64_t sketches_kept = 0;
-  uint64_t sketch_bytes = 0;
+  std::vector<Verdict> verdicts;
+  std::vector<double> seconds;  // per document: analysis + decision
   double analyze_seconds = 0, decide_seconds = 0;
+  uint64_t kept = 0;
+  size_t memory_bytes = 0;  // the policy's kept state at the end
 };
 
 // CPU time of this thread: unlike wall time it does not count the time other
@@ -140,95 +156,134 @@ double ThreadSeconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-struct Policy {
-  std::string name;
-  std::string description;
-  DedupOptions options;
-  bool sketch = true;  // compute the re-check signature
+// neardup's policy or the plain rule, through the batch job's Deduplicator.
+Result<PolicyRun> RunDeduplicator(const DedupOptions& options, const std::vector<Doc>& docs) {
+  auto created = Deduplicator::Create(options);
+  if (!created.ok()) return created.status();
+  Deduplicator& dedup = *created.value();
+  PolicyRun r;
+  TextAnalysis analysis;
+  DocSignature sig;
+  for (const Doc& d : docs) {
+    const double t0 = ThreadSeconds();
+    dedup.fingerprinter().Analyze(d.text, &analysis);
+    if (options.recheck.enabled) {
+      sig = MakeSignature(analysis, d.text, options.recheck.shingle_size);
+    } else {
+      sig = DocSignature{analysis.content_hash, analysis.fingerprint, analysis.has_features()};
+    }
+    const double t1 = ThreadSeconds();
+    auto decided = dedup.ProcessSignature(sig);
+    const double t2 = ThreadSeconds();
+    if (!decided.ok()) return decided.status();
+    const DedupDecision& dec = decided.value();
+    r.verdicts.push_back({dec.duplicate, dec.duplicate_of, dec.similarity, dec.distance});
+    r.seconds.push_back(t2 - t0);
+    r.analyze_seconds += t1 - t0;
+    r.decide_seconds += t2 - t1;
+    r.kept += !dec.duplicate;
+  }
+  r.memory_bytes = dedup.MemoryBytes();
+  return r;
+}
+
+// The MinHash-LSH baseline (dedup/minhash_lsh.h) at `threshold`.
+PolicyRun RunMinHash(double threshold, int shingle_size, const std::vector<Doc>& docs) {
+  MinHashLsh lsh(threshold);
+  PolicyRun r;
+  std::vector<uint64_t> set;
+  for (const Doc& d : docs) {
+    const double t0 = ThreadSeconds();
+    ShingleHashes(d.text, shingle_size, &set);
+    const double t1 = ThreadSeconds();
+    const StreamDecision dec = lsh.Add(set);
+    const double t2 = ThreadSeconds();
+    r.verdicts.push_back({dec.duplicate, dec.duplicate_of, dec.similarity, 0});
+    r.seconds.push_back(t2 - t0);
+    r.analyze_seconds += t1 - t0;
+    r.decide_seconds += t2 - t1;
+    r.kept += !dec.duplicate;
+  }
+  r.memory_bytes = lsh.MemoryBytes();
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "MinHash-LSH, 128 permutations, %d bands x %d rows, n=%d", lsh.bands().bands,
+                lsh.bands().rows, shingle_size);
+  r.description = buf;
+  return r;
+}
+
+// Per document: a positive of the truth, and (family truth) its family.
+struct Truth {
+  std::vector<uint8_t> positive;
+  bool by_family = false;
 };
 
-Result<PolicyResult> RunPolicy(const Policy& policy, const std::vector<Doc>& docs, int runs, std::FILE* errors) {
-  PolicyResult best;
-  for (int run = 0; run < std::max(1, runs); ++run) {
-    auto created = Deduplicator::Create(policy.options);
-    if (!created.ok()) return created.status();
-    Deduplicator& dedup = *created.value();
-    PolicyResult r;
-    r.name = policy.name;
-    r.description = policy.description;
-    std::unordered_map<std::string, uint64_t> family_seen;  // family -> docs so far
-    std::vector<const std::string*> family_of;
-    family_of.reserve(docs.size());
-    TextAnalysis analysis;
-    DocSignature sig;
-    for (size_t i = 0; i < docs.size(); ++i) {
-      const Doc& d = docs[i];
-      const double t0 = ThreadSeconds();
-      dedup.fingerprinter().Analyze(d.text, &analysis);
-      if (policy.sketch) {
-        sig = MakeSignature(analysis);
-      } else {
-        sig = DocSignature{analysis.content_hash, analysis.fingerprint, analysis.has_features()};
-      }
-      const double t1 = ThreadSeconds();
-      auto decided = dedup.ProcessSignature(sig);
-      const double t2 = ThreadSeconds();
-      if (!decided.ok()) return decided.status();
-      const DedupDecision& dec = decided.value();
-      const double a = t1 - t0;
-      const double b = t2 - t1;
-      r.analyze_seconds += a;
-      r.decide_seconds += b;
-
-      const std::string bucket = d.bucket.empty() ? DerivedBucket(analysis) : d.bucket;
-      Counts c;
-      c.docs = 1;
-      c.seconds = a + b;
-      uint64_t& seen = family_seen[d.family];
-      const bool positive = seen > 0;
-      ++seen;
-      family_of.push_back(&d.family);
-      c.positives = positive;
-      bool right = false;
-      if (dec.duplicate) {
-        right = *family_of[dec.duplicate_of] == d.family;
-        (right ? c.tp : c.fp) = 1;
-      }
-      if (positive && !right) c.fn = 1;
-      if (!dec.duplicate) {
-        ++r.kept;
-        if (sig.has_sketch() && sig.num_chars <= static_cast<uint32_t>(policy.options.recheck.sketch_max_chars)) {
-          ++r.sketches_kept;
-          r.sketch_bytes += 12 + 4 * sig.sketch.mins.size();
-        }
-      }
-      r.by_bucket[bucket].Add(c);
-      r.by_level[bucket + "/" + (d.level.empty() ? "-" : d.level)].Add(c);
-      r.all.Add(c);
-      if (errors != nullptr && run == 0 && (c.fp || c.fn)) {
-        nlohmann::json e;
-        e["policy"] = policy.name;
-        e["line"] = d.line;
-        e["bucket"] = bucket;
-        e["level"] = d.level;
-        e["error"] = c.fp ? "FP" : "FN";
-        e["family"] = d.family;
-        e["text"] = d.text;
-        if (dec.duplicate) {
-          e["duplicate_of_line"] = docs[dec.duplicate_of].line;
-          e["duplicate_of_family"] = docs[dec.duplicate_of].family;
-          e["duplicate_of_text"] = docs[dec.duplicate_of].text;
-          e["distance"] = dec.distance;
-          e["similarity"] = dec.similarity;
-        }
-        const std::string s = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-        std::fwrite(s.data(), 1, s.size(), errors);
-      }
-    }
-    // Timing: keep the fastest run (the others were disturbed more).
-    if (run == 0 || r.all.seconds < best.all.seconds) best = std::move(r);
+Truth ExactTruth(double threshold, int shingle_size, const std::vector<Doc>& docs) {
+  Truth t;
+  ExactStream stream(threshold);
+  std::vector<uint64_t> set;
+  for (const Doc& d : docs) {
+    ShingleHashes(d.text, shingle_size, &set);
+    t.positive.push_back(stream.Add(std::move(set)).duplicate);
   }
-  return best;
+  return t;
+}
+
+Truth FamilyTruth(const std::vector<Doc>& docs) {
+  Truth t;
+  t.by_family = true;
+  std::unordered_map<std::string, uint64_t> seen;
+  for (const Doc& d : docs) t.positive.push_back(seen[d.family]++ > 0);
+  return t;
+}
+
+// One document's contribution to its bucket's counts.
+Counts Score(const Truth& truth, const std::vector<Doc>& docs, size_t i, const Verdict& v) {
+  Counts c;
+  c.docs = 1;
+  c.positives = truth.positive[i];
+  bool right = false;
+  if (v.duplicate) {
+    right = truth.by_family ? docs[v.duplicate_of].family == docs[i].family : truth.positive[i] != 0;
+    (right ? c.tp : c.fp) = 1;
+  }
+  if (truth.positive[i] && !right) c.fn = 1;
+  return c;
+}
+
+struct Scored {
+  std::map<std::string, Counts> by_bucket;
+  std::map<std::string, Counts> by_level;  // "bucket/level"
+  Counts all;
+};
+
+Scored ScoreRun(const PolicyRun& run, const Truth& truth, const std::vector<Doc>& docs,
+                const std::vector<std::string>& buckets, std::FILE* errors, double threshold) {
+  Scored s;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    Counts c = Score(truth, docs, i, run.verdicts[i]);
+    c.seconds = run.seconds[i];
+    s.by_bucket[buckets[i]].Add(c);
+    s.by_level[buckets[i] + "/" + (docs[i].level.empty() ? "-" : docs[i].level)].Add(c);
+    s.all.Add(c);
+    if (errors == nullptr || !(c.fp || c.fn)) continue;
+    nlohmann::json e;
+    e["policy"] = run.name;
+    e["threshold"] = threshold;
+    e["line"] = docs[i].line;
+    e["bucket"] = buckets[i];
+    e["error"] = c.fp ? "FP" : "FN";
+    e["text"] = docs[i].text;
+    const Verdict& v = run.verdicts[i];
+    if (v.duplicate) {
+      e["duplicate_of_line"] = docs[v.duplicate_of].line;
+      e["duplicate_of_text"] = docs[v.duplicate_of].text;
+      e["similarity"] = v.similarity;
+    }
+    const std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(line.data(), 1, line.size(), errors);
+  }
+  return s;
 }
 
 nlohmann::json CountsJson(const Counts& c) {
@@ -245,129 +300,173 @@ nlohmann::json CountsJson(const Counts& c) {
   return j;
 }
 
+// The runs of one threshold, each the fastest of `runs` (the others were
+// disturbed more; decisions are deterministic).
+Result<std::vector<PolicyRun>> RunPolicies(const EvalFlags& f, double threshold, const std::vector<Doc>& docs) {
+  std::vector<PolicyRun> out;
+  auto fastest = [&](auto run_once) -> Result<PolicyRun> {
+    Result<PolicyRun> best = run_once();
+    for (int i = 1; i < f.runs && best.ok(); ++i) {
+      Result<PolicyRun> r = run_once();
+      if (!r.ok()) return r;
+      if (r->analyze_seconds + r->decide_seconds < best->analyze_seconds + best->decide_seconds) best = std::move(r);
+    }
+    return best;
+  };
+  const bool all = f.policy == "all";
+  if (all || f.policy == "default") {
+    auto fp = ToFingerprintOptions(f.fp);
+    if (!fp.ok()) return fp.status();
+    DedupOptions o;
+    o.k = f.k;
+    o.fingerprint = fp.value();
+    o.recheck = f.recheck_options;
+    o.recheck.threshold = threshold;
+    auto r = fastest([&] { return RunDeduplicator(o, docs); });
+    if (!r.ok()) return r.status();
+    r->name = "neardup";
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "neardup: similarity >= %.2f (n=%d); candidates: simhash k=%d (short: %d) + %d anchors "
+                  "(stop at %d)%s", threshold, o.recheck.shingle_size, o.k, std::max(o.k, o.recheck.short_k),
+                  o.recheck.anchors, o.recheck.anchor_max_postings, o.recheck.enabled ? "" : " [re-check off]");
+    r->description = buf;
+    out.push_back(std::move(r).value());
+  }
+  if (all || f.policy == "plain") {
+    // The seed's method: ICU word features, 64-bit simhash, k = 3, no re-check.
+    DedupOptions o;
+    o.k = 3;
+    o.fingerprint.tokenizer = TokenizerKind::kIcuWords;
+    o.recheck.enabled = false;
+    auto r = fastest([&] { return RunDeduplicator(o, docs); });
+    if (!r.ok()) return r.status();
+    r->name = "plain";
+    r->description = "the seed's plain simhash: simhash64-v1/icu-words/logtf, k=3, no re-check";
+    out.push_back(std::move(r).value());
+  }
+  if (all || f.policy == "minhash") {
+    auto r = fastest([&]() -> Result<PolicyRun> { return RunMinHash(threshold, f.recheck_options.shingle_size, docs); });
+    r->name = "minhash";
+    out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
+// Each document's bucket: from the data, or {zh,en}-{short,long}.
+std::vector<std::string> Buckets(const EvalFlags& f, const std::vector<Doc>& docs) {
+  auto fp = MakeFingerprinter(f.fp);
+  std::vector<std::string> out;
+  TextAnalysis a;
+  for (const Doc& d : docs) {
+    if (!d.bucket.empty() || !fp.ok()) {
+      out.push_back(d.bucket.empty() ? "all" : d.bucket);
+      continue;
+    }
+    fp->Analyze(d.text, &a);
+    out.push_back(DerivedBucket(a));
+  }
+  return out;
+}
+
+void PrintTable(double threshold, const std::vector<PolicyRun>& runs, const std::vector<Scored>& scored,
+                const std::vector<std::string>& order) {
+  std::printf("\nthreshold %.2f\n", threshold);
+  for (const PolicyRun& r : runs) std::printf("  %-8s %s\n", r.name.c_str(), r.description.c_str());
+  std::printf("\n| bucket | docs | positives | policy | precision | recall | F1 | µs/doc | bytes/kept doc |\n");
+  std::printf("|---|---:|---:|---|---:|---:|---:|---:|---:|\n");
+  auto row = [&](const std::string& bucket, size_t p, const Counts& c) {
+    const PolicyRun& r = runs[p];
+    std::printf("| %s | %llu | %llu | %s | %.4f | %.4f | **%.4f** | %.1f | %.0f |\n", bucket.c_str(),
+                static_cast<unsigned long long>(c.docs), static_cast<unsigned long long>(c.positives),
+                r.name.c_str(), c.Precision(), c.Recall(), c.F1(), c.MicrosPerDoc(),
+                r.kept ? static_cast<double>(r.memory_bytes) / static_cast<double>(r.kept) : 0.0);
+  };
+  for (const std::string& b : order) {
+    for (size_t p = 0; p < runs.size(); ++p) row(b, p, scored[p].by_bucket.at(b));
+  }
+  if (order.size() > 1) {
+    for (size_t p = 0; p < runs.size(); ++p) row("all", p, scored[p].all);
+  }
+}
+
+void PrintLevels(const std::vector<PolicyRun>& runs, const std::vector<Scored>& scored) {
+  std::printf("\n| bucket/level | docs | positives | policy | precision | recall | F1 |\n|---|---:|---:|---|---:|---:|---:|\n");
+  for (const auto& [key, c0] : scored[0].by_level) {
+    for (size_t p = 0; p < runs.size(); ++p) {
+      const Counts& c = scored[p].by_level.at(key);
+      std::printf("| %s | %llu | %llu | %s | %.4f | %.4f | %.4f |\n", key.c_str(),
+                  static_cast<unsigned long long>(c.docs), static_cast<unsigned long long>(c.positives),
+                  runs[p].name.c_str(), c.Precision(), c.Recall(), c.F1());
+    }
+  }
+}
+
+nlohmann::json ThresholdJson(double threshold, const std::vector<PolicyRun>& runs, const std::vector<Scored>& scored) {
+  nlohmann::json j;
+  j["threshold"] = threshold;
+  for (size_t p = 0; p < runs.size(); ++p) {
+    const PolicyRun& r = runs[p];
+    nlohmann::json o;
+    o["description"] = r.description;
+    for (const auto& [b, c] : scored[p].by_bucket) o["buckets"][b] = CountsJson(c);
+    o["all"] = CountsJson(scored[p].all);
+    o["kept"] = r.kept;
+    o["memory_bytes"] = r.memory_bytes;
+    o["analyze_us_per_doc"] = 1e6 * r.analyze_seconds / static_cast<double>(r.verdicts.size());
+    o["decide_us_per_doc"] = 1e6 * r.decide_seconds / static_cast<double>(r.verdicts.size());
+    j["policies"][r.name] = o;
+  }
+  return j;
+}
+
+Status WriteJson(const std::string& path, const nlohmann::json& j) {
+  auto out = OpenOutput(path);
+  if (!out.ok()) return out.status();
+  const std::string s = j.dump(2) + "\n";
+  std::fwrite(s.data(), 1, s.size(), out.value().get());
+  return FinishOutput(std::move(out).value(), path);
+}
+
 int RunEval(const EvalFlags& f) {
   std::vector<Doc> docs;
   Status st = ReadDocs(f, &docs);
   if (!st.ok()) return Fail(st, ErrorSource::kInputData);
   if (docs.empty()) return Fail(Status::InvalidArgument("no documents in " + f.input));
-
-  std::vector<Policy> policies;
-  if (f.policy == "default" || f.policy == "both") {
-    auto fp = ToFingerprintOptions(f.fp);
-    if (!fp.ok()) return Fail(fp.status());
-    Policy p;
-    p.name = "default";
-    p.options.k = f.k;
-    p.options.fingerprint = fp.value();
-    p.options.recheck = f.recheck_options;
-    p.sketch = f.recheck_options.enabled;
-    auto fpr = Fingerprinter::Create(p.options.fingerprint);
-    if (!fpr.ok()) return Fail(fpr.status());
-    const RecheckOptions& r = p.options.recheck;
-    char buf[512];
-    if (f.recheck_options.enabled) {
-      std::snprintf(buf, sizeof buf,
-                    "%s, k=%d (short <= %d chars: k=%d) + %d anchors (stop at %d); re-check: Jaccard >= %.2f "
-                    "(>= %.2f below %d shingles)",
-                    fpr->scheme_name().c_str(), p.options.k, r.short_max_chars, std::max(r.short_k, p.options.k),
-                    r.anchors, r.anchor_max_postings, r.min_similarity, r.min_similarity_small,
-                    r.small_text_shingles);
-    } else {
-      std::snprintf(buf, sizeof buf, "%s, k=%d, no re-check", fpr->scheme_name().c_str(), p.options.k);
-    }
-    p.description = buf;
-    policies.push_back(p);
+  const std::vector<std::string> buckets = Buckets(f, docs);
+  std::vector<std::string> order;
+  for (const char* b : {"zh-short", "zh-long", "en-short", "en-long"}) {
+    if (std::find(buckets.begin(), buckets.end(), b) != buckets.end()) order.push_back(b);
   }
-  if (f.policy == "plain" || f.policy == "both") {
-    // The seed's method: ICU word features, 64-bit simhash, k = 3, no re-check.
-    Policy p;
-    p.name = "plain";
-    p.options.k = 3;
-    p.options.fingerprint.tokenizer = TokenizerKind::kIcuWords;
-    p.options.recheck.enabled = false;
-    p.sketch = false;
-    p.description = "simhash64-v1/icu-words/logtf, k=3, no re-check";
-    policies.push_back(p);
+  for (const std::string& b : buckets) {
+    if (std::find(order.begin(), order.end(), b) == order.end()) order.push_back(b);
   }
-
   FilePtr errors;
   if (!f.errors_out.empty()) {
     auto e = OpenOutput(f.errors_out);
     if (!e.ok()) return Fail(e.status());
     errors = std::move(e).value();
   }
-  std::vector<PolicyResult> results;
-  for (const Policy& p : policies) {
-    auto r = RunPolicy(p, docs, f.runs, errors.get());
-    if (!r.ok()) return Fail(r.status());
-    results.push_back(std::move(r).value());
+  std::vector<double> thresholds(std::begin(kDefaultThresholds), std::end(kDefaultThresholds));
+  if (f.threshold_given) thresholds = {f.recheck_options.threshold};
+  std::printf("neardup eval: %s, %zu documents, truth: %s\n", f.input.c_str(), docs.size(),
+              f.truth == "family" ? "family labels" : "exact stream outcome");
+  nlohmann::json j;
+  j["input"] = f.input;
+  j["documents"] = docs.size();
+  j["truth"] = f.truth;
+  for (double t : thresholds) {
+    const Truth truth =
+        f.truth == "family" ? FamilyTruth(docs) : ExactTruth(t, f.recheck_options.shingle_size, docs);
+    auto runs = RunPolicies(f, t, docs);
+    if (!runs.ok()) return Fail(runs.status());
+    std::vector<Scored> scored;
+    for (const PolicyRun& r : runs.value()) scored.push_back(ScoreRun(r, truth, docs, buckets, errors.get(), t));
+    PrintTable(t, runs.value(), scored, order);
+    if (f.by_level) PrintLevels(runs.value(), scored);
+    j["thresholds"].push_back(ThresholdJson(t, runs.value(), scored));
   }
-
-  // Buckets in a fixed order, then any others.
-  std::vector<std::string> buckets;
-  for (const char* b : {"zh-short", "zh-long", "en-short", "en-long"}) {
-    if (results[0].by_bucket.count(b)) buckets.push_back(b);
-  }
-  for (const auto& [b, c] : results[0].by_bucket) {
-    if (std::find(buckets.begin(), buckets.end(), b) == buckets.end()) buckets.push_back(b);
-  }
-
-  std::printf("neardup eval: %s, %zu documents\n", f.input.c_str(), docs.size());
-  for (const PolicyResult& r : results) std::printf("  %-8s %s\n", r.name.c_str(), r.description.c_str());
-  std::printf("\n| bucket | docs | positives | policy | precision | recall | F1 | µs/doc |\n");
-  std::printf("|---|---:|---:|---|---:|---:|---:|---:|\n");
-  auto row = [&](const std::string& bucket, const PolicyResult& r, const Counts& c) {
-    std::printf("| %s | %llu | %llu | %s | %.4f | %.4f | **%.4f** | %.1f |\n", bucket.c_str(),
-                static_cast<unsigned long long>(c.docs), static_cast<unsigned long long>(c.positives),
-                r.name.c_str(), c.Precision(), c.Recall(), c.F1(), c.MicrosPerDoc());
-  };
-  for (const std::string& b : buckets) {
-    for (const PolicyResult& r : results) row(b, r, r.by_bucket.at(b));
-  }
-  for (const PolicyResult& r : results) row("all", r, r.all);
-  std::printf("\n");
-  for (const PolicyResult& r : results) {
-    const double n = static_cast<double>(r.all.docs);
-    std::printf("%s: %.1f µs/doc analysis+signature, %.1f µs/doc decision; %llu kept, %llu sketches kept "
-                "(%.0f bytes each on average)\n",
-                r.name.c_str(), 1e6 * r.analyze_seconds / n, 1e6 * r.decide_seconds / n,
-                static_cast<unsigned long long>(r.kept), static_cast<unsigned long long>(r.sketches_kept),
-                r.sketches_kept ? static_cast<double>(r.sketch_bytes) / static_cast<double>(r.sketches_kept) : 0.0);
-  }
-  if (f.by_level) {
-    std::printf("\n| bucket/level | docs | positives | policy | precision | recall | F1 |\n|---|---:|---:|---|---:|---:|---:|\n");
-    for (const auto& [key, c0] : results[0].by_level) {
-      for (const PolicyResult& r : results) {
-        const Counts& c = r.by_level.at(key);
-        std::printf("| %s | %llu | %llu | %s | %.4f | %.4f | %.4f |\n", key.c_str(),
-                    static_cast<unsigned long long>(c.docs), static_cast<unsigned long long>(c.positives),
-                    r.name.c_str(), c.Precision(), c.Recall(), c.F1());
-      }
-    }
-  }
-
   if (!f.json_out.empty()) {
-    nlohmann::json j;
-    j["input"] = f.input;
-    j["documents"] = docs.size();
-    for (const PolicyResult& r : results) {
-      nlohmann::json p;
-      p["description"] = r.description;
-      for (const auto& [b, c] : r.by_bucket) p["buckets"][b] = CountsJson(c);
-      for (const auto& [b, c] : r.by_level) p["levels"][b] = CountsJson(c);
-      p["all"] = CountsJson(r.all);
-      p["kept"] = r.kept;
-      p["sketches_kept"] = r.sketches_kept;
-      p["sketch_bytes"] = r.sketch_bytes;
-      p["analyze_us_per_doc"] = 1e6 * r.analyze_seconds / static_cast<double>(r.all.docs);
-      p["decide_us_per_doc"] = 1e6 * r.decide_seconds / static_cast<double>(r.all.docs);
-      j["policies"][r.name] = p;
-    }
-    auto out = OpenOutput(f.json_out);
-    if (!out.ok()) return Fail(out.status());
-    const std::string s = j.dump(2) + "\n";
-    std::fwrite(s.data(), 1, s.size(), out.value().get());
-    st = FinishOutput(std::move(out).value(), f.json_out);
+    st = WriteJson(f.json_out, j);
     if (!st.ok()) return Fail(st);
   }
   if (errors) {
@@ -383,20 +482,25 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand(
       "eval",
-      "Measure precision/recall/F1 of the duplicate decision on a labeled JSONL stream "
-      "(scripts/prepare_eval.py), per bucket, for the default policy and the plain simhash "
-      "method; see docs/ACCURACY.md");
-  cmd->add_option("-i,--input", f->input, "Labeled JSONL: text, family, optional bucket and level")
+      "Measure precision/recall/F1 of the duplicate decision against the exact stream outcome (or family "
+      "labels), per bucket, for neardup's policy, the seed's plain simhash and MinHash-LSH; see "
+      "docs/ACCURACY.md");
+  cmd->add_option("-i,--input", f->input, "JSONL: text, optional bucket, family (for --truth family) and level")
       ->required();
+  cmd->add_option("--truth", f->truth,
+                  "'exact': the exact stream outcome of the similarity at the threshold; 'family': equal "
+                  "family labels are near-duplicates (synthetic data)")
+      ->check(CLI::IsMember({"exact", "family"}));
   cmd->add_option("--text-field", f->text_field, "JSONL field holding the text");
   cmd->add_option("--family-field", f->family_field,
                   "JSONL field holding the ground-truth family (equal = near-duplicates)");
   cmd->add_option("--bucket-field", f->bucket_field,
                   "JSONL field naming the bucket; absent: {zh,en}-{short,long} from the text");
   cmd->add_option("--level-field", f->level_field, "JSONL field naming the edit level (for --by-level)");
-  cmd->add_option("--policy", f->policy, "Which to run: 'default' (the options below), 'plain' (icu-words, "
-                                         "k=3, no re-check) or 'both'")
-      ->check(CLI::IsMember({"default", "plain", "both"}));
+  cmd->add_option("--policy", f->policy,
+                  "Which to run: 'default' (the options below), 'plain' (icu-words, k=3, no re-check), "
+                  "'minhash' (MinHash-LSH, 128 permutations) or 'all'")
+      ->check(CLI::IsMember({"default", "plain", "minhash", "all"}));
   cmd->add_option("-k,--max-distance", f->k, "Default policy: radius for long texts")
       ->check(CLI::Range(0, kMaxSupportedK));
   AddFingerprintFlags(cmd, &f->fp, /*with_idf=*/true);
@@ -406,7 +510,10 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--by-level", f->by_level, "Also print a table per bucket and edit level");
   cmd->add_option("--json", f->json_out, "Also write the results as JSON to this file ('-' = stdout)");
   cmd->add_option("--errors", f->errors_out, "Write every false positive / negative as JSONL to this file");
-  cmd->callback([f, exit_code] { *exit_code = RunEval(*f); });
+  cmd->callback([f, cmd, exit_code] {
+    f->threshold_given = cmd->count("--threshold") > 0;
+    *exit_code = RunEval(*f);
+  });
 }
 
 }  // namespace neardup::cli

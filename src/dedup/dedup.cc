@@ -30,7 +30,7 @@ Deduplicator::Deduplicator(const DedupOptions& options, Fingerprinter fingerprin
 DocSignature Deduplicator::Signature(std::string_view text) const {
   TextAnalysis analysis;
   fingerprinter_.Analyze(text, &analysis);
-  return MakeSignature(analysis);
+  return MakeSignature(analysis, text, options_.recheck.shingle_size);
 }
 
 Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
@@ -44,7 +44,7 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
     uint64_t invalid = 0;
     for (size_t i = begin; i < end; ++i) {
       fingerprinter_.Analyze(texts[i], &analysis);
-      sigs_[i] = MakeSignature(analysis);
+      sigs_[i] = MakeSignature(analysis, texts[i], options_.recheck.shingle_size);
       invalid += analysis.invalid_utf8;
     }
     invalid_utf8.fetch_add(invalid, std::memory_order_relaxed);
@@ -59,6 +59,8 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
   return Status::OK();
 }
 
+size_t Deduplicator::MemoryBytes() const { return set_->MemoryBytes(); }
+
 Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
   std::optional<DuplicateMatch> match;
   NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
@@ -71,6 +73,7 @@ Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
     decision.distance = match->distance;
     decision.exact = match->exact;
     decision.similarity = match->similarity;
+    decision.similarity_exact = match->similarity_exact || match->exact;
     ++(decision.exact ? stats_.exact_duplicates : stats_.near_duplicates);
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.

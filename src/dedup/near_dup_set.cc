@@ -318,6 +318,7 @@ bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const u
   const PairDecision d = DecidePair(options_, PairSide::Of(doc), kept, candidate.distance);
   match->similarity = d.similarity;
   match->rechecked = d.rechecked;
+  match->similarity_exact = d.exact;
   return d.duplicate;
 }
 

@@ -1,5 +1,7 @@
 #include "neardup/dedup/setting.h"
 
+#include "neardup/text/shingles.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -138,10 +140,19 @@ std::span<const Setting<RecheckOptions>> RecheckSettingTable() {
   constexpr double kBig = 1 << 30;
   static const std::vector<Setting<R>> table = {
       FieldSetting<R>({"enabled", "recheck", T::kBool, 0, 0, {},
-                       "Length-aware policy (docs/ACCURACY.md): short texts search a wider radius and every "
-                       "candidate pair with a short text must pass a character-shingle similarity re-check; "
-                       "off: every candidate within k is a duplicate"},
+                       "Decide by similarity (docs/ACCURACY.md): candidates from the fingerprint and anchor "
+                       "n-grams, a duplicate when the similarity reaches --threshold; off: the plain rule, every "
+                       "candidate within k is a duplicate"},
                       &R::enabled),
+      FieldSetting<R>({"threshold", "threshold", T::kDouble, 0.01, 1, {},
+                       "A duplicate when the similarity (Jaccard of character n-gram sets, docs/ACCURACY.md) is "
+                       "at least this",
+                       /*top_level=*/true},
+                      &R::threshold),
+      FieldSetting<R>({"shingle_size", "shingle-size", T::kInt, kMinShingleSize, kMaxShingleSize, {},
+                       "n of the character n-grams the similarity is computed on",
+                       /*top_level=*/true},
+                      &R::shingle_size),
       FieldSetting<R>({"short_max_chars", "short-threshold", T::kInt, 0, kBig, {},
                        "A text is short when its normalized text has at most this many characters"},
                       &R::short_max_chars),
@@ -154,17 +165,6 @@ std::span<const Setting<RecheckOptions>> RecheckSettingTable() {
       FieldSetting<R>({"anchor_max_postings", "anchor-max-postings", T::kInt, 0, kBig, {},
                        "An anchor shared by more kept documents than this becomes a stop key"},
                       &R::anchor_max_postings),
-      FieldSetting<R>({"min_similarity", "min-similarity", T::kDouble, 0, 1, {},
-                       "Re-check: duplicate when the estimated Jaccard similarity of the character shingles "
-                       "is at least this"},
-                      &R::min_similarity),
-      FieldSetting<R>({"min_similarity_small", "min-similarity-small", T::kDouble, 0, 1, {},
-                       "Re-check: the threshold instead when the smaller text has fewer than "
-                       "small-text-shingles shingles"},
-                      &R::min_similarity_small),
-      FieldSetting<R>({"small_text_shingles", "small-text-shingles", T::kInt, 0, kBig, {},
-                       "See min-similarity-small"},
-                      &R::small_text_shingles),
       FieldSetting<R>({"", "sketch-max-chars", T::kInt, 0, kBig, {},
                        "Kept texts up to this many characters keep their re-check sketch in memory"},
                       &R::sketch_max_chars),

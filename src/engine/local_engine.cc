@@ -655,12 +655,13 @@ class LocalEngine final : public Engine {
   // New settings of an existing namespace; n.mu held.
   Status ApplyLocked(const std::string& name, Namespace& n, const NamespaceSettings& settings) {
     const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
+    const bool sketch_change = settings.recheck.shingle_size != n.settings.recheck.shingle_size;
+    if ((scheme_change || sketch_change) && n.set->size() > 0) {
+      return Status::FailedPrecondition("namespace \"" + name +
+                                        "\" holds documents: changing tokenizer, cjk_ngram or shingle_size would "
+                                        "mix fingerprint or sketch schemes (delete the namespace first)");
+    }
     if (scheme_change) {
-      if (n.set->size() > 0) {
-        return Status::FailedPrecondition("namespace \"" + name +
-                                          "\" holds documents: changing tokenizer or cjk_ngram would mix "
-                                          "fingerprint schemes (delete the namespace first)");
-      }
       auto fp = MakeFingerprinter(settings);
       if (!fp.ok()) return fp.status();
       n.fingerprinter = std::move(fp).value();
@@ -746,9 +747,11 @@ class LocalEngine final : public Engine {
 
     // Fingerprinting is the expensive part: outside the namespace lock.
     std::shared_ptr<const Fingerprinter> fp;
+    int shingle_size = 0;
     {
       std::lock_guard lk(ns.mu);
       fp = ns.fingerprinter;
+      shingle_size = ns.settings.recheck.shingle_size;
     }
     std::vector<DocSignature> sigs(docs.size());
     std::vector<Status> input_errors(docs.size());
@@ -757,18 +760,19 @@ class LocalEngine final : public Engine {
       input_errors[i] = ValidateInput(docs[i]);
       if (!input_errors[i].ok()) continue;
       fp->Analyze(docs[i].text, &analysis);
-      sigs[i] = MakeSignature(analysis);
+      sigs[i] = MakeSignature(analysis, docs[i].text, shingle_size);
     }
 
     std::lock_guard lk(ns.mu);
     if (ns.deleted) return Status::NotFound("namespace \"" + ns_name + "\" was deleted");
-    if (ns.fingerprinter != fp) {
+    if (ns.fingerprinter != fp || ns.settings.recheck.shingle_size != shingle_size) {
       // Settings changed the scheme meanwhile (only possible while empty).
       fp = ns.fingerprinter;
+      shingle_size = ns.settings.recheck.shingle_size;
       for (size_t i = 0; i < docs.size(); ++i) {
         if (!input_errors[i].ok()) continue;
         fp->Analyze(docs[i].text, &analysis);
-        sigs[i] = MakeSignature(analysis);
+        sigs[i] = MakeSignature(analysis, docs[i].text, shingle_size);
       }
     }
     const int64_t now = options_.clock_ms();
@@ -832,7 +836,8 @@ class LocalEngine final : public Engine {
       const DocMeta* m = ns.Find(match.id);
       if (m == nullptr || m->timestamp_ms < cutoff) continue;  // expired: never matches, even before the sweep
       out.matches.push_back(
-          MatchedDocument{m->id, match.distance, match.similarity, match.exact, m->timestamp_ms});
+          MatchedDocument{m->id, match.distance, match.similarity, match.similarity_exact || match.exact, match.exact,
+                          m->timestamp_ms});
       waits->push_back(m->commit_seq);
       if (static_cast<int>(out.matches.size()) >= ns.settings.max_matches) break;
     }

@@ -15,7 +15,7 @@ using NS = NamespaceSettings;
 // until the tables (and this count) are updated.
 [[maybe_unused]] void FieldCountGuard(const NS& s, const RecheckOptions& r) {
   [[maybe_unused]] const auto& [k, tokenizer, cjk_ngram, retention, max_matches, recheck] = s;
-  [[maybe_unused]] const auto& [enabled, short_max, short_k, anchors, postings, sim, sim_small, small, sketch] = r;
+  [[maybe_unused]] const auto& [enabled, threshold, shingle_size, short_max, short_k, anchors, postings, sketch] = r;
 }
 
 std::vector<Setting<NS>> BuildTable() {
@@ -38,7 +38,7 @@ std::vector<Setting<NS>> BuildTable() {
                        &NS::max_matches),
   };
   for (const Setting<RecheckOptions>& r : RecheckSettingTable()) {
-    if (!r.json.empty()) t.push_back(NestedSetting(r, &NS::recheck, "recheck."));
+    if (!r.json.empty()) t.push_back(NestedSetting(r, &NS::recheck, r.top_level ? "" : "recheck."));
   }
   return t;
 }

@@ -66,6 +66,7 @@ void AppendOutcome(std::string* out, std::string_view id, const CheckOutcome& o)
         .Str("id", m.id)
         .Num("distance", m.distance)
         .Num("similarity", m.similarity)
+        .Bool("similarity_exact", m.similarity_exact)
         .Bool("exact", m.exact)
         .Num("timestamp", m.timestamp_ms)
         .Close();

@@ -387,6 +387,7 @@ struct Candidate {
   Meta meta;
   RecordStatus status;
   double similarity = 0;
+  bool similarity_exact = false;
 };
 
 // Anchor bucket records: the full anchor (u32 LE) and the internal id (u64 LE).
@@ -400,7 +401,7 @@ struct CheckRun {
     TextAnalysis analysis;
     n.fp->Analyze(doc.text, &analysis);
     // The signature the embedded store decides on (near_dup_set.h).
-    sig = MakeSignature(analysis);
+    sig = MakeSignature(analysis, doc.text, policy.recheck.shingle_size);
     fp = sig.fingerprint;
     ch = sig.content_hash;
     hf = sig.has_features;
@@ -545,11 +546,13 @@ bool Measure(const CheckRun& run, Candidate* c) {
   c->distance = run.hf && c->meta.hf ? std::popcount(c->meta.fp ^ run.fp) : (exact ? 0 : 65);
   if (exact) {
     c->similarity = 1.0;
+    c->similarity_exact = true;
     return true;
   }
   if (!run.hf || !c->meta.hf) return false;
   const PairDecision d = DecidePair(run.policy, PairSide::Of(run.sig), PairSide::Of(c->meta.sig), c->distance);
   c->similarity = d.similarity;
+  c->similarity_exact = d.exact;
   return d.duplicate;
 }
 
@@ -830,11 +833,13 @@ class RedisClusterEngine final : public Engine {
   // kFailedPrecondition for a change the namespace's data cannot follow.
   Status CheckChange(const NsInfo& n, const NamespaceSettings& settings) {
     const std::string& name = n.name;
-    const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
+    const bool scheme_change = settings.tokenizer != n.settings.tokenizer ||
+                               settings.cjk_ngram != n.settings.cjk_ngram ||
+                               settings.recheck.shingle_size != n.settings.recheck.shingle_size;
     if (scheme_change && Documents(n) > 0) {
       return Status::FailedPrecondition("namespace \"" + name +
-                                        "\" holds documents: changing tokenizer or cjk_ngram would mix "
-                                        "fingerprint schemes (delete the namespace first)");
+                                        "\" holds documents: changing tokenizer, cjk_ngram or shingle_size would "
+                                        "mix fingerprint or sketch schemes (delete the namespace first)");
     }
     if (settings.k > n.layout.design_k) {
       return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for k <= " +
@@ -1221,7 +1226,7 @@ class RedisClusterEngine final : public Engine {
     CheckOutcome& out = run.out;
     for (const Candidate* c : run.kept) {
       if (static_cast<int>(out.matches.size()) >= run.n.settings.max_matches) break;
-      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, c->similarity, c->meta.ch == run.ch, c->meta.ts});
+      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, c->similarity, c->similarity_exact, c->meta.ch == run.ch, c->meta.ts});
     }
     out.duplicate = !out.matches.empty();
     if (out.duplicate && !out.stored && run.mode != CheckMode::kQueryOnly) {

@@ -7,22 +7,13 @@
 #include <emmintrin.h>
 #endif
 
+#include "neardup/text/shingles.h"
 #include "util/hash.h"
 #include "util/utf8.h"
 
 namespace neardup {
 namespace {
 
-constexpr uint64_t kSimilaritySeed = 0;
-constexpr uint64_t kAnchorSeed = 0x100;
-constexpr uint64_t kShingleMul = 0x9E3779B97F4A7C15ULL;
-
-// Step 4: fold the code points into 64 bits, mix, keep the upper half.
-inline uint32_t ShingleHash(const uint32_t* cps, size_t n, uint64_t seed) {
-  uint64_t h = seed + n;
-  for (size_t i = 0; i < n; ++i) h = h * kShingleMul + cps[i];
-  return static_cast<uint32_t>(Murmur3Fmix64(h) >> 32);
-}
 
 // |A ∩ B| for strictly ascending arrays. Four-by-four block compares
 // (Lemire et al., "SIMD compression and the intersection of sorted
@@ -74,54 +65,6 @@ bool IsCjkCodePoint(uint32_t cp) {
 }
 
 namespace {
-
-// Prefix values of the polynomial in ShingleHash: prefix[i + 1] =
-// prefix[i] * kShingleMul + seq[i]. ShingleHash's fold over seq[i..i+n)
-// equals prefix[i + n] + (seed + n - prefix[i]) * kShingleMul^n (mod 2^64),
-// so every shingle costs one multiply instead of n dependent ones: the
-// hashing was most of the sketch's cost on long texts.
-void PrefixFolds(const std::vector<uint32_t>& seq, std::vector<uint64_t>* prefix) {
-  prefix->resize(seq.size() + 1);
-  uint64_t* p = prefix->data();
-  const uint32_t* s = seq.data();
-  const size_t n = seq.size();
-  p[0] = 0;
-  // Two values per step from p[i] alone (p[i + 2] = p[i] K^2 + s[i] K +
-  // s[i + 1]): the chain of dependent multiplies is half as long.
-  constexpr uint64_t kMul2 = kShingleMul * kShingleMul;
-  size_t i = 0;
-  for (; i + 2 <= n; i += 2) {
-    const uint64_t a = p[i];
-    p[i + 1] = a * kShingleMul + s[i];
-    p[i + 2] = a * kMul2 + (s[i] * kShingleMul + s[i + 1]);
-  }
-  if (i < n) p[i + 1] = p[i] * kShingleMul + s[i];
-}
-
-// Hashes of the shingles of `seq`: n = cjk_n at a CJK code point (cjk[i]),
-// other_n elsewhere; a sequence too short for its first shingle is one
-// shingle.
-void ShingleHashes(const std::vector<uint32_t>& seq, const std::vector<uint8_t>& cjk,
-                   const std::vector<uint64_t>& prefix, size_t cjk_n, size_t other_n, uint64_t seed,
-                   std::vector<uint32_t>* hashes) {
-  hashes->resize(seq.size());
-  uint32_t* out = hashes->data();
-  size_t m = 0;
-  const size_t n = seq.size();
-  uint64_t pow_cjk = 1, pow_other = 1;
-  for (size_t i = 0; i < cjk_n; ++i) pow_cjk *= kShingleMul;
-  for (size_t i = 0; i < other_n; ++i) pow_other *= kShingleMul;
-  const uint64_t* p = prefix.data();
-  for (size_t i = 0; i < n; ++i) {
-    const bool is_cjk = cjk[i] != 0;
-    const size_t len = is_cjk ? cjk_n : other_n;
-    if (i + len > n) continue;
-    const uint64_t h = p[i + len] + (seed + len - p[i]) * (is_cjk ? pow_cjk : pow_other);
-    out[m++] = static_cast<uint32_t>(Murmur3Fmix64(h) >> 32);
-  }
-  hashes->resize(m);
-  if (m == 0 && n > 0) hashes->push_back(ShingleHash(seq.data(), n, seed));
-}
 
 // Sorts values that are uniform hashes below `limit` in expected linear
 // time: a counting sort by their leading bits into about one bucket per
@@ -228,45 +171,33 @@ void SmallestDistinct(const std::vector<uint32_t>& v, size_t keep, std::vector<u
 
 }  // namespace
 
-void ComputeSketch(std::string_view normalized, ShingleSketch* out) {
+void ComputeSketch(std::string_view text, int n, ShingleSketch* out) {
   thread_local std::vector<uint32_t> cps;
-  thread_local std::vector<uint32_t> seq;
-  thread_local std::vector<uint32_t> hashes;
-  thread_local std::vector<uint64_t> prefix;
-  thread_local std::vector<uint8_t> cps_cjk, cjk;
-  DecodeUtf8(normalized, &cps);
-  const size_t n0 = cps.size();
-  cps_cjk.resize(n0 + 2);  // with a non-CJK guard at each end
-  cps_cjk[0] = cps_cjk[n0 + 1] = 0;
-  for (size_t i = 0; i < n0; ++i) cps_cjk[i + 1] = IsCjkCodePoint(cps[i]);
-  // Step 2: drop spaces next to CJK. Without a branch per space: spaces
-  // come every few characters in spaced scripts, too irregularly to predict.
-  seq.resize(n0);
-  cjk.resize(n0);
-  size_t m = 0;
-  for (size_t i = 0; i < n0; ++i) {
-    const uint32_t c = cps[i];
-    const bool drop = (c == ' ') & ((cps_cjk[i] | cps_cjk[i + 2]) != 0);
-    seq[m] = c;
-    cjk[m] = cps_cjk[i + 1];
-    m += !drop;
+  thread_local std::vector<uint32_t> values;
+  SimilarityCodePoints(text, &cps);
+  values.clear();
+  if (!cps.empty()) {
+    const size_t len = static_cast<size_t>(std::clamp(n, kMinShingleSize, kMaxShingleSize));
+    if (cps.size() < len) {
+      values.push_back(static_cast<uint32_t>(ShingleHash(cps.data(), cps.size()) >> 32));
+    } else {
+      values.resize(cps.size() - len + 1);
+      for (size_t i = 0; i < values.size(); ++i) {
+        values[i] = static_cast<uint32_t>(ShingleHash(cps.data() + i, len) >> 32);
+      }
+    }
   }
-  seq.resize(m);
-  cjk.resize(m);
-  // Steps 3-5: the similarity shingles and their bottom-k.
-  PrefixFolds(seq, &prefix);
-  ShingleHashes(seq, cjk, prefix, 2, 4, kSimilaritySeed, &hashes);
-  SmallestDistinct(hashes, kSketchSize, &out->mins);
-  const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(hashes);
+  SmallestDistinct(values, kSketchSize, &out->mins);
+  const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(values);
   out->num_shingles = static_cast<uint32_t>(std::min<size_t>(distinct, UINT32_MAX));
-  // Step 6: the anchor shingles.
-  ShingleHashes(seq, cjk, prefix, 3, 6, kAnchorSeed, &hashes);
-  SmallestDistinct(hashes, kAnchorCount, &out->anchors);
+  out->anchors.assign(out->mins.begin(), out->mins.begin() + static_cast<std::ptrdiff_t>(
+                                                                  std::min(kAnchorCount, out->mins.size())));
+  if (values.capacity() > (size_t{1} << 20)) std::vector<uint32_t>().swap(values);
 }
 
-ShingleSketch ComputeSketch(std::string_view normalized) {
+ShingleSketch ComputeSketch(std::string_view text, int n) {
   ShingleSketch s;
-  ComputeSketch(normalized, &s);
+  ComputeSketch(text, n, &s);
   return s;
 }
 

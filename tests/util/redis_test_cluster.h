@@ -152,7 +152,7 @@ inline std::vector<std::string> ShortNearDuplicateGroup(std::mt19937_64& rng, si
   auto sig_of = [&](const std::string& text) {
     TextAnalysis a;
     fper.Analyze(text, &a);
-    return MakeSignature(a);
+    return MakeSignature(a, text, RecheckOptions{}.shingle_size);
   };
   auto shares_anchor = [](const DocSignature& a, const DocSignature& b) {
     for (size_t i = 0; i < 8 && i < a.sketch.anchors.size(); ++i)

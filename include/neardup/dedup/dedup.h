@@ -79,6 +79,7 @@ struct DedupDecision {
   // Estimated similarity to duplicate_of (DuplicateMatch::similarity);
   // meaningful only when duplicate is true.
   double similarity = 0;
+  bool similarity_exact = false;  // computed from whole n-gram sets, not estimated
   friend bool operator==(const DedupDecision&, const DedupDecision&) = default;
 };
 
@@ -120,6 +121,8 @@ class Deduplicator {
   const DedupStats& stats() const { return stats_; }
   const DedupOptions& options() const { return options_; }
   const Fingerprinter& fingerprinter() const { return fingerprinter_; }
+  // Memory of the kept documents' index and re-check state.
+  size_t MemoryBytes() const;
   uint64_t scheme_id() const { return fingerprinter_.scheme_id(); }
   // Fingerprints of the kept documents that have features, keyed by their
   // sequence numbers.

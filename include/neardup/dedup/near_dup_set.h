@@ -12,16 +12,15 @@
 //     fingerprint, where r = max(k, short_k) for a short query (normalized
 //     text of at most short_max_chars code points) and r = k otherwise; and
 //     the kept documents that share one of its anchors (similarity.h).
-//  3. Re-check (DecidePair(), below): a candidate pair of two long texts
-//     within k is a duplicate. Any other pair is a duplicate iff the
-//     estimated Jaccard similarity of their character shingles is at least
-//     min_similarity (min_similarity_small when the smaller text has fewer
-//     than small_text_shingles shingles); a pair whose distinct shingle
-//     counts alone rule that out (|A| < threshold * |B|: the true Jaccard
-//     is at most |A| / |B|) is rejected without an estimate, so sampling
-//     noise cannot accept it. A pair with a sketch missing on
+//  3. Decision (DecidePair(), pair_rule.h): a candidate is a duplicate iff
+//     the similarity of the two texts (text/shingles.h: Jaccard of their
+//     character n-gram sets) is at least recheck.threshold, computed from
+//     the sketches: exactly when both sets fit a sketch (kSketchSize n-grams),
+//     estimated otherwise. A pair whose distinct n-gram counts alone rule
+//     that out (|A| < threshold * |B|) is rejected without an estimate, so
+//     sampling noise cannot accept it. A pair with a sketch missing on
 //     either side (a signature made without text, a document stored before
-//     sketches existed, or a kept text longer than sketch_max_chars) is a
+//     sketch scheme v2, or a kept text longer than sketch_max_chars) is a
 //     duplicate iff its distance is at most k.
 //  4. The best of the accepted candidates is the most similar one (then the
 //     nearest, then the smallest id).

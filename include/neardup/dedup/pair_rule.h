@@ -20,33 +20,30 @@ namespace neardup {
 // namespace: every field but sketch_max_chars may be changed later with
 // NearDupSet::SetPolicy().
 struct RecheckOptions {
-  // Off: the plain rule (every fingerprint candidate within k is a
-  // duplicate; no anchors, no re-check).
+  // Off: the plain rule of the seed (every fingerprint candidate within k is
+  // a duplicate; no anchors, no similarity).
   bool enabled = true;
+  // The decision: a candidate is a near-duplicate iff the similarity of
+  // text/shingles.h (the Jaccard index of the two texts' character n-gram
+  // sets) is at least this. docs/ACCURACY.md says how the default was chosen.
+  double threshold = 0.7;
+  // n of the character n-grams, 1..16. Changes every sketch: fixed while a
+  // namespace holds documents.
+  int shingle_size = 3;
   // A text is short when its normalized text has at most this many code
-  // points. A pair involving a short text is always re-checked.
+  // points; short texts search the fingerprint index with short_k.
   int short_max_chars = 200;
   // Fingerprint search radius for short texts, 0..kMaxSupportedK (at least k
-  // is used). 3 (= k): on the dev set the anchors find every near-duplicate
-  // that a radius of 8 adds (F1 equal to 4 decimals in every bucket), and the
-  // radius-8 search was most of a short text's decision cost in a large
-  // index (docs/ACCURACY.md). Wider radii remain available per namespace.
+  // is used).
   int short_k = 3;
   // Anchor keys per document (0..kAnchorCount; 0 = fingerprint candidates
   // only): candidates are also the kept documents sharing one of the
   // document's first `anchors` anchors (similarity.h) that are not stop keys.
-  int anchors = 8;
+  int anchors = 16;
   // An anchor under which more than this many kept documents were added
   // becomes a stop key: too common to point at near-duplicates. Bounds the
   // candidates per query by anchors * anchor_max_postings.
-  int anchor_max_postings = 16;
-  // A re-checked pair is a duplicate when the estimated Jaccard similarity of
-  // its shingle sets is at least min_similarity, or min_similarity_small
-  // when the smaller text has fewer than small_text_shingles shingles (an
-  // edit changes 2-4 shingles, a large share of a tiny text's).
-  double min_similarity = 0.5;
-  double min_similarity_small = 0.35;
-  int small_text_shingles = 40;
+  int anchor_max_postings = 64;
   // Kept documents whose normalized text has at most this many code points
   // keep their sketch (and anchors) in memory; the others are matched by
   // fingerprint distance <= k only. Fixed at NearDupSet::Create().
@@ -79,6 +76,10 @@ struct DuplicateMatch {
   // c / (2 - c) with c = cos(pi * distance / 64), and rechecked is false.
   double similarity = 0;
   bool rechecked = false;  // similarity came from the sketches
+  // The similarity is exact: both texts have at most kSketchSize distinct
+  // n-grams, so both sketches hold their whole sets (else it is estimated,
+  // standard error <= 0.031).
+  bool similarity_exact = false;
   // Equality compares the decision (which document, how far, exact); the
   // similarity is a derived score.
   friend bool operator==(const DuplicateMatch& a, const DuplicateMatch& b) {
@@ -107,6 +108,7 @@ struct PairDecision {
   bool duplicate = false;
   double similarity = 0;   // as DuplicateMatch::similarity
   bool rechecked = false;  // similarity came from the sketches
+  bool exact = false;      // ... and both sketches held their whole sets
 };
 
 // The pair rule (step 3 above) for two candidates `distance` bits apart,

@@ -51,6 +51,9 @@ struct SettingSpec {
   double max = 0;
   std::vector<std::string> choices;  // kChoice
   std::string doc;                   // --help text
+  // A re-check field whose JSON key sits at the top of the namespace object
+  // ("threshold") rather than under "recheck.".
+  bool top_level = false;
 
   // The name errors use: the JSON path, else the flag.
   const std::string& name() const { return json.empty() ? flag : json; }

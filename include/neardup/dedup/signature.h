@@ -33,23 +33,25 @@ struct DocSignature {
 };
 
 // The signature of an analyzed text: the one place that decides what the
-// matching rule keeps of a text.
-DocSignature MakeSignature(const TextAnalysis& analysis);
+// matching rule keeps of a text. `text` is the raw text `analysis` was made
+// from (the sketch is of its similarity text, shingles.h); shingle_size is
+// the namespace's n.
+DocSignature MakeSignature(const TextAnalysis& analysis, std::string_view text, int shingle_size);
 
 // The re-check part of a signature (num_chars and the sketch) as bytes, for a
 // document store's opaque `extra` field. Layout (little-endian):
 //   u8 version (= kSketchVersion), u32 num_chars, u32 num_shingles,
-//   u8 n = min(kSketchSize, num_shingles), n × u32 mins,
-//   u8 a = anchors (1..kAnchorCount), a × u32 anchors
-// A signature without a sketch encodes to the empty string.
+//   u16 n = min(kSketchSize, num_shingles), n × u32 mins
+// (the anchors are the first mins). A signature without a sketch encodes to
+// the empty string.
 std::string EncodeSignatureExtra(const DocSignature& sig);
 
 // Fills sig->num_chars and sig->sketch from EncodeSignatureExtra's bytes
 // (content_hash, fingerprint and has_features are left alone). Empty bytes
-// (a document stored before sketches existed) give no sketch: NearDupSet
-// then decides that document by fingerprint distance alone. kCorruption for
-// malformed bytes, kNotSupported for an unknown version; *sig is unchanged
-// on error.
+// (a document stored before sketches existed) and scheme v1 bytes (other
+// shingles, not comparable) give no sketch: NearDupSet then decides that
+// document by fingerprint distance alone. kCorruption for malformed bytes,
+// kNotSupported for an unknown version; *sig is unchanged on error.
 Status DecodeSignatureExtra(std::string_view bytes, DocSignature* sig);
 
 }  // namespace neardup

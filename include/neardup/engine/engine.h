@@ -61,6 +61,7 @@ struct MatchedDocument {
   std::string id;
   int distance = 0;        // Hamming distance of the fingerprints
   double similarity = 0;   // documented in docs/http-api.md
+  bool similarity_exact = false;  // from whole n-gram sets (else estimated from sketches)
   bool exact = false;      // same normalized text
   int64_t timestamp_ms = 0;
 };
