@@ -303,6 +303,10 @@ class GateEngine final : public Engine {
   Status PutNamespace(const std::string& n, const NamespaceSettings& s, bool* c) override {
     return inner_.PutNamespace(n, s, c);
   }
+  Status UpdateNamespace(const std::string& n, std::string_view patch, const NamespaceSettings& defaults,
+                         bool* c) override {
+    return inner_.UpdateNamespace(n, patch, defaults, c);
+  }
   Result<NamespaceStats> GetNamespace(const std::string& n) override { return inner_.GetNamespace(n); }
   Status DeleteNamespace(const std::string& n) override { return inner_.DeleteNamespace(n); }
   std::vector<std::string> ListNamespaces() override { return inner_.ListNamespaces(); }
