@@ -289,7 +289,7 @@ TEST_P(NearDupOracleTest, RandomStreamsAgreeWithBruteForce) {
         text = edited.Text();
       }
       fp.Analyze(text, &analysis);
-      const DocSignature sig = MakeSignature(analysis);
+      const DocSignature sig = MakeSignature(analysis, text, RecheckOptions{}.shingle_size);
       std::optional<DuplicateMatch> best;
       std::vector<DuplicateMatch> all;
       ASSERT_TRUE(set->FindDuplicate(sig, &best, &all).ok());

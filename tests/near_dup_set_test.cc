@@ -87,7 +87,7 @@ DocSignature Analyzed(const std::string& text) {
   static const Fingerprinter fp = std::move(Fingerprinter::Create(FingerprintOptions{})).value();
   TextAnalysis a;
   fp.Analyze(text, &a);
-  return MakeSignature(a);
+  return MakeSignature(a, text, RecheckOptions{}.shingle_size);
 }
 
 TEST(DecidePair, IsSymmetric) {

@@ -1,5 +1,6 @@
-// The re-check signature (include/neardup/similarity.h) and the length-aware
-// policy of NearDupSet that uses it (include/neardup/near_dup_set.h).
+// The re-check signature (include/neardup/text/similarity.h, sketch scheme
+// v2) and the similarity policy of NearDupSet that uses it
+// (include/neardup/dedup/near_dup_set.h).
 #include "neardup/text/similarity.h"
 
 #include <gtest/gtest.h>
@@ -12,37 +13,17 @@
 #include <vector>
 
 #include "neardup/dedup/dedup.h"
-#include "neardup/text/fingerprint.h"
 #include "neardup/dedup/near_dup_set.h"
+#include "neardup/text/fingerprint.h"
+#include "neardup/text/shingles.h"
 
 namespace neardup {
 namespace {
 
-// Sketch scheme v1 golden values (see Sketch.GoldenValues).
-constexpr uint32_t kGoldenHello0 = 1224944385u;
-constexpr uint32_t kGoldenHello7 = 4286624723u;
-constexpr uint32_t kGoldenHelloAnchor0 = 576601800u;
-constexpr uint32_t kGoldenZh0 = 1165475179u;
-constexpr uint32_t kGoldenZhAnchor0 = 193666322u;
-
-// The similarity shingles of an ASCII normalized text (no CJK): 4-grams.
-std::set<std::string> Grams4(const std::string& s) {
-  std::set<std::string> g;
-  if (s.empty()) return g;
-  if (s.size() < 4) {
-    g.insert(s);
-    return g;
-  }
-  for (size_t i = 0; i + 4 <= s.size(); ++i) g.insert(s.substr(i, 4));
-  return g;
-}
-
-double ExactJaccard(const std::string& a, const std::string& b) {
-  const auto ga = Grams4(a), gb = Grams4(b);
-  std::vector<std::string> inter;
-  std::set_intersection(ga.begin(), ga.end(), gb.begin(), gb.end(), std::back_inserter(inter));
-  return static_cast<double>(inter.size()) / static_cast<double>(ga.size() + gb.size() - inter.size());
-}
+// Sketch scheme v2 golden values (see Sketch.GoldenValues).
+constexpr uint32_t kGoldenHello0 = 217296496u;
+constexpr uint32_t kGoldenHello8 = 4034953134u;
+constexpr uint32_t kGoldenZh0 = 504528493u;
 
 bool StrictlyAscending(const std::vector<uint32_t>& v) {
   for (size_t i = 1; i < v.size(); ++i) {
@@ -51,93 +32,86 @@ bool StrictlyAscending(const std::vector<uint32_t>& v) {
   return true;
 }
 
-TEST(Sketch, EmptyAndTinyTexts) {
-  EXPECT_TRUE(ComputeSketch("").empty());
-  EXPECT_TRUE(ComputeSketch("").mins.empty());
-  // Shorter than one shingle: the whole text is the shingle.
-  for (const char* s : {"a", "ab", "abc", "\xE4\xB8\xAD" /* 中 */}) {
-    const ShingleSketch k = ComputeSketch(s);
-    EXPECT_EQ(k.num_shingles, 1u) << s;
-    EXPECT_EQ(k.mins.size(), 1u) << s;
-    EXPECT_EQ(k.anchors.size(), 1u) << s;
+// The reference: the distinct upper halves of the n-gram hashes of
+// shingles.h, ascending. The sketch must be its first kSketchSize values.
+std::vector<uint32_t> Reference(const std::string& text, int n = 3) {
+  std::vector<uint64_t> set;
+  ShingleHashes(text, n, &set);
+  std::vector<uint32_t> v;
+  for (uint64_t h : set) v.push_back(static_cast<uint32_t>(h >> 32));
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+double ExactJaccard(const std::string& a, const std::string& b) {
+  std::vector<uint64_t> sa, sb;
+  ShingleHashes(a, 3, &sa);
+  ShingleHashes(b, 3, &sb);
+  return Jaccard(sa, sb);
+}
+
+std::string RandomWords(std::mt19937& rng, int n, const std::string& prefix = "w") {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += prefix + std::to_string(rng() % 5000) + " ";
+  return s;
+}
+
+TEST(Sketch, IsTheBottomKOfTheDefinedNGrams) {
+  std::mt19937 rng(3);
+  for (const std::string& text :
+       {std::string("x"), std::string("ab"), std::string("Hello, World!"), std::string("今天北京天气很好"),
+        RandomWords(rng, 20), RandomWords(rng, 200), std::string("ＡＢＣ　ａｂｃ abc")}) {
+    for (int n : {1, 2, 3, 5}) {
+      const ShingleSketch k = ComputeSketch(text, n);
+      const std::vector<uint32_t> ref = Reference(text, n);
+      EXPECT_EQ(k.num_shingles, ref.size()) << text;
+      ASSERT_EQ(k.mins.size(), std::min(ref.size(), kSketchSize));
+      EXPECT_TRUE(std::equal(k.mins.begin(), k.mins.end(), ref.begin())) << text;
+      EXPECT_TRUE(StrictlyAscending(k.mins));
+      EXPECT_EQ(k.complete(), ref.size() <= kSketchSize);
+      ASSERT_EQ(k.anchors.size(), std::min(k.mins.size(), kAnchorCount));
+      EXPECT_TRUE(std::equal(k.anchors.begin(), k.anchors.end(), k.mins.begin()));
+    }
   }
-  EXPECT_NE(ComputeSketch("ab").mins, ComputeSketch("ba").mins);
-  EXPECT_EQ(ComputeSketch("abcd").num_shingles, 1u);
-  EXPECT_EQ(ComputeSketch("abcde").num_shingles, 2u);
-}
-
-TEST(Sketch, CompleteForShortTextsBottomKOtherwise) {
-  const ShingleSketch small = ComputeSketch("the quick brown fox");
-  EXPECT_EQ(small.num_shingles, Grams4("the quick brown fox").size());
-  EXPECT_EQ(small.mins.size(), small.num_shingles);
-  EXPECT_TRUE(small.complete());
-  EXPECT_TRUE(StrictlyAscending(small.mins));
-  std::string big;
-  for (int i = 0; i < 100; ++i) big += "word" + std::to_string(i * 7919 % 1000) + " ";
-  big.pop_back();
-  const ShingleSketch k = ComputeSketch(big);
-  EXPECT_EQ(k.num_shingles, Grams4(big).size());
-  EXPECT_EQ(k.mins.size(), kSketchSize);
-  EXPECT_FALSE(k.complete());
-  EXPECT_TRUE(StrictlyAscending(k.mins));
-  EXPECT_EQ(k.anchors.size(), kAnchorCount);
-  EXPECT_TRUE(StrictlyAscending(k.anchors));
-  // Repeated text: the distinct count, not the number of positions.
-  EXPECT_EQ(ComputeSketch("abab abab abab abab").num_shingles, Grams4("abab abab abab abab").size());
-}
-
-TEST(Sketch, SpacesNextToCjkDoNotCount) {
-  // Punctuation between Chinese characters normalizes to a space; the sketch
-  // ignores it. Between words of spaced scripts a space is a boundary.
-  EXPECT_EQ(ComputeSketch("\xE4\xBD\xA0\xE5\xA5\xBD \xE4\xB8\x96\xE7\x95\x8C"),  // 你好 世界
-            ComputeSketch("\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C"));  // 你好世界
-  EXPECT_EQ(ComputeSketch("iphone \xE5\x8F\x91\xE5\xB8\x83"), ComputeSketch("iphone\xE5\x8F\x91\xE5\xB8\x83"));
-  EXPECT_NE(ComputeSketch("hello world"), ComputeSketch("helloworld"));
+  EXPECT_TRUE(ComputeSketch("", 3).empty());
+  EXPECT_TRUE(ComputeSketch(" \t ", 3).empty());
+  // The similarity text decides: case, width and white space do not count, punctuation does.
+  EXPECT_EQ(ComputeSketch("Hello   WORLD", 3), ComputeSketch("hello world", 3));
+  EXPECT_NE(ComputeSketch("hello, world", 3), ComputeSketch("hello world", 3));
 }
 
 TEST(Sketch, GoldenValues) {
-  // Sketch scheme v1 is persisted (EncodeSignatureExtra): these must never
-  // change under kSketchVersion = 1.
-  const ShingleSketch k = ComputeSketch("hello world");
-  ASSERT_EQ(k.num_shingles, 8u);
-  ASSERT_EQ(k.mins.size(), 8u);
-  const ShingleSketch z = ComputeSketch("\xE5\xBA\x8A\xE5\x89\x8D\xE6\x98\x8E\xE6\x9C\x88\xE5\x85\x89");  // 床前明月光
-  ASSERT_EQ(z.num_shingles, 4u);
+  // Scheme v2 is persisted: these values may only change with kSketchVersion.
+  const ShingleSketch k = ComputeSketch("hello world", 3);
+  ASSERT_EQ(k.num_shingles, 9u);
+  const ShingleSketch z = ComputeSketch("床前明月光", 3);
+  ASSERT_EQ(z.num_shingles, 3u);
   EXPECT_EQ(k.mins[0], kGoldenHello0);
-  EXPECT_EQ(k.mins[7], kGoldenHello7);
-  EXPECT_EQ(k.anchors[0], kGoldenHelloAnchor0);
+  EXPECT_EQ(k.mins[8], kGoldenHello8);
   EXPECT_EQ(z.mins[0], kGoldenZh0);
-  EXPECT_EQ(z.anchors[0], kGoldenZhAnchor0);
 }
 
-TEST(Similarity, ExactForSmallSets) {
-  // 4-grams {abcd, bcde, cdef} vs {abcd, bcde, cdeg}: J = 2/4.
-  SimilarityEstimate e = EstimateSimilarity(ComputeSketch("abcdef"), ComputeSketch("abcdeg"));
-  EXPECT_TRUE(e.exact);
-  EXPECT_DOUBLE_EQ(e.jaccard, 0.5);
-  EXPECT_DOUBLE_EQ(e.containment, 2.0 / 3.0);
-  // Bigrams of 一二三四 vs 一二三五: {一二, 二三, 三四} / {一二, 二三, 三五}.
-  e = EstimateSimilarity(ComputeSketch("\xE4\xB8\x80\xE4\xBA\x8C\xE4\xB8\x89\xE5\x9B\x9B"),
-                         ComputeSketch("\xE4\xB8\x80\xE4\xBA\x8C\xE4\xB8\x89\xE4\xBA\x94"));
-  EXPECT_DOUBLE_EQ(e.jaccard, 0.5);
-  // Identical, disjoint, contained.
-  e = EstimateSimilarity(ComputeSketch("same text here"), ComputeSketch("same text here"));
-  EXPECT_DOUBLE_EQ(e.jaccard, 1.0);
-  EXPECT_DOUBLE_EQ(e.containment, 1.0);
-  e = EstimateSimilarity(ComputeSketch("aaaaaaa"), ComputeSketch("bbbbbbb"));
-  EXPECT_DOUBLE_EQ(e.jaccard, 0.0);
-  e = EstimateSimilarity(ComputeSketch("the cat sat"), ComputeSketch("the cat sat on the mat"));
-  EXPECT_DOUBLE_EQ(e.containment, 1.0);
-  EXPECT_NEAR(e.jaccard, ExactJaccard("the cat sat", "the cat sat on the mat"), 1e-12);
-  // Empty sketches give zeros.
-  e = EstimateSimilarity(ShingleSketch{}, ComputeSketch("x"));
+TEST(Similarity, ExactForSetsThatFitTheSketch) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::string a = RandomWords(rng, 1 + trial % 30);
+    std::string b = a;
+    for (int e = 0; e < trial % 5; ++e) b.insert(rng() % (b.size() + 1), 1, static_cast<char>('a' + rng() % 26));
+    const ShingleSketch sa = ComputeSketch(a, 3), sb = ComputeSketch(b, 3);
+    if (!sa.complete() || !sb.complete()) continue;
+    const SimilarityEstimate e = EstimateSimilarity(sa, sb);
+    EXPECT_TRUE(e.exact);
+    // Equal to the definition up to 32-bit collisions, which these sizes never have.
+    EXPECT_NEAR(e.jaccard, ExactJaccard(a, b), 1e-12) << a << " | " << b;
+  }
+  SimilarityEstimate e = EstimateSimilarity(ShingleSketch{}, ComputeSketch("x", 3));
   EXPECT_EQ(e.jaccard, 0.0);
-  EXPECT_FALSE(e.exact);
 }
 
 TEST(Similarity, EstimatesLargeSetsWithinTolerance) {
   // Random word texts with controlled overlap; the estimate stays within
-  // about 4 standard errors of the exact Jaccard of the 4-gram sets.
+  // about 4 standard errors of the exact Jaccard of the n-gram sets.
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> word(0, 5000);
   for (int trial = 0; trial < 40; ++trial) {
@@ -152,7 +126,7 @@ TEST(Similarity, EstimatesLargeSetsWithinTolerance) {
     a.pop_back();
     b.pop_back();
     const double exact = ExactJaccard(a, b);
-    const SimilarityEstimate e = EstimateSimilarity(ComputeSketch(a), ComputeSketch(b));
+    const SimilarityEstimate e = EstimateSimilarity(ComputeSketch(a, 3), ComputeSketch(b, 3));
     EXPECT_FALSE(e.exact);
     const double se = std::sqrt(std::max(exact * (1 - exact), 0.01) / static_cast<double>(kSketchSize));
     EXPECT_NEAR(e.jaccard, exact, 4 * se + 1e-9) << "trial " << trial;
@@ -168,7 +142,7 @@ TEST(Similarity, AtLeastAgreesWithTheFullEstimate) {
   std::uniform_int_distribution<int> word(0, 3000);
   int accepted = 0, rejected = 0;
   for (int trial = 0; trial < 200; ++trial) {
-    const int n = 3 + trial % 60;  // 3..62 words: complete and incomplete sketches
+    const int n = 3 + trial % 120;  // complete and incomplete sketches
     std::string a, b;
     const int changed = static_cast<int>(rng() % static_cast<unsigned>(n + 1));
     for (int i = 0; i < n; ++i) {
@@ -176,7 +150,7 @@ TEST(Similarity, AtLeastAgreesWithTheFullEstimate) {
       a += w + " ";
       b += (i < changed ? "x" + std::to_string(word(rng)) : w) + " ";
     }
-    const ShingleSketch sa = ComputeSketch(a), sb = ComputeSketch(b);
+    const ShingleSketch sa = ComputeSketch(a, 3), sb = ComputeSketch(b, 3);
     const SimilarityEstimate full = EstimateSimilarity(sa, sb);
     for (double t : {0.0, 0.1, 0.35, 0.5, 0.75, full.jaccard, 1.0}) {
       SimilarityEstimate e;
@@ -207,32 +181,38 @@ TEST(Similarity, CjkDetection) {
   EXPECT_FALSE(IsCjkCodePoint(0x0E01));  // Thai
 }
 
-TEST(SignatureExtra, RoundTripAndLegacy) {
-  auto fp = std::move(Fingerprinter::Create(FingerprintOptions{})).value();
+DocSignature SignatureOf(const std::string& text) {
+  static const Fingerprinter fp = std::move(Fingerprinter::Create(FingerprintOptions{})).value();
   TextAnalysis a;
-  fp.Analyze("Some text, long enough to have a few shingles.", &a);
-  const DocSignature sig = MakeSignature(a);
-  ASSERT_TRUE(sig.has_sketch());
-  EXPECT_EQ(sig.num_chars, a.num_chars);
-  const std::string bytes = EncodeSignatureExtra(sig);
-  EXPECT_EQ(bytes.size(), 11 + 4 * (sig.sketch.mins.size() + sig.sketch.anchors.size()));
-  DocSignature back{sig.content_hash, sig.fingerprint, sig.has_features};
-  ASSERT_TRUE(DecodeSignatureExtra(bytes, &back).ok());
-  EXPECT_EQ(back, sig);
-  // No sketch <-> empty bytes.
+  fp.Analyze(text, &a);
+  return MakeSignature(a, text, 3);
+}
+
+TEST(SignatureExtra, RoundTripAndLegacy) {
+  std::mt19937 rng(1);
+  for (const std::string& text : {std::string("Some text, long enough to have a few shingles."), RandomWords(rng, 300)}) {
+    const DocSignature sig = SignatureOf(text);
+    ASSERT_TRUE(sig.has_sketch());
+    const std::string bytes = EncodeSignatureExtra(sig);
+    EXPECT_EQ(bytes.size(), 11 + 4 * sig.sketch.mins.size());
+    DocSignature back{sig.content_hash, sig.fingerprint, sig.has_features};
+    ASSERT_TRUE(DecodeSignatureExtra(bytes, &back).ok());
+    EXPECT_EQ(back, sig);
+  }
+  const DocSignature sig = SignatureOf("abc def");
+  // No sketch <-> empty bytes; scheme v1 bytes (other shingles) read as no sketch.
   EXPECT_EQ(EncodeSignatureExtra(DocSignature{1, 2, true}), "");
-  DocSignature legacy = sig;
-  ASSERT_TRUE(DecodeSignatureExtra("", &legacy).ok());
-  EXPECT_FALSE(legacy.has_sketch());
-  EXPECT_EQ(legacy.num_chars, 0u);
-  EXPECT_EQ(legacy.fingerprint, sig.fingerprint);
+  for (const std::string& legacy_bytes : {std::string(), std::string("\x01garbage-of-v1")}) {
+    DocSignature legacy = sig;
+    ASSERT_TRUE(DecodeSignatureExtra(legacy_bytes, &legacy).ok());
+    EXPECT_FALSE(legacy.has_sketch());
+    EXPECT_EQ(legacy.num_chars, 0u);
+    EXPECT_EQ(legacy.fingerprint, sig.fingerprint);
+  }
 }
 
 TEST(SignatureExtra, RejectsMalformedBytes) {
-  auto fp = std::move(Fingerprinter::Create(FingerprintOptions{})).value();
-  TextAnalysis a;
-  fp.Analyze("another text with enough characters to sketch", &a);
-  const DocSignature sig = MakeSignature(a);
+  const DocSignature sig = SignatureOf("another text with enough characters to sketch");
   const std::string good = EncodeSignatureExtra(sig);
   auto decode = [&](std::string bytes) {
     DocSignature out = sig;
@@ -245,13 +225,13 @@ TEST(SignatureExtra, RejectsMalformedBytes) {
   };
   EXPECT_EQ(decode(good), Status::Code::kOk);
   std::string v = good;
-  v[0] = 2;
+  v[0] = 3;
   EXPECT_EQ(decode(v), Status::Code::kNotSupported);
   EXPECT_EQ(decode(good.substr(0, 5)), Status::Code::kCorruption);
   EXPECT_EQ(decode(good.substr(0, good.size() - 1)), Status::Code::kCorruption);
   EXPECT_EQ(decode(good + "x"), Status::Code::kCorruption);
   std::string swapped = good;  // two mins out of order
-  std::swap_ranges(swapped.begin() + 10, swapped.begin() + 14, swapped.begin() + 14);
+  std::swap_ranges(swapped.begin() + 11, swapped.begin() + 15, swapped.begin() + 15);
   EXPECT_EQ(decode(swapped), Status::Code::kCorruption);
   std::string count = good;
   count[9] = static_cast<char>(count[9] + 1);
@@ -266,7 +246,7 @@ class Policy : public ::testing::Test {
   DocSignature Sig(const std::string& text) const {
     TextAnalysis a;
     fp_.Analyze(text, &a);
-    return MakeSignature(a);
+    return MakeSignature(a, text, RecheckOptions{}.shingle_size);
   }
   static std::unique_ptr<NearDupSet> Set(RecheckOptions r = {}, int k = 3) {
     NearDupOptions o;
@@ -327,24 +307,23 @@ TEST_F(Policy, ShortTextsNeedSimilarityEvenAtDistanceZero) {
   EXPECT_DOUBLE_EQ(m->similarity, 1.0);  // from distance 0
 }
 
-TEST_F(Policy, LongPairsWithinKNeedNoRecheck) {
+TEST_F(Policy, LongPairsWithinKAreDecidedBySimilarityToo) {
+  // The old rule accepted any two long texts within k; the similarity decides now.
   std::string a, b;
   for (int i = 0; i < 60; ++i) a += "alpha" + std::to_string(i) + " ";
   for (int i = 0; i < 60; ++i) b += "omega" + std::to_string(i) + " ";
   DocSignature ka = Sig(a), qb = Sig(b);
   ASSERT_GT(ka.num_chars, 200u);
-  ASSERT_GT(qb.num_chars, 200u);
   qb.fingerprint = ka.fingerprint ^ 0b101;  // distance 2
   auto set = Set();
   ASSERT_TRUE(set->Insert(3, ka).ok());
-  auto m = Find(*set, qb);
-  ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->distance, 2);
-  EXPECT_TRUE(m->rechecked);
-  EXPECT_LT(m->similarity, 0.3);  // reported honestly
-  // Beyond k a long pair must pass the re-check.
-  qb.fingerprint = ka.fingerprint ^ 0b1111;
   EXPECT_FALSE(Find(*set, qb).has_value());
+  // The plain rule still accepts it.
+  RecheckOptions off;
+  off.enabled = false;
+  auto plain = Set(off);
+  ASSERT_TRUE(plain->Insert(3, ka).ok());
+  EXPECT_TRUE(Find(*plain, qb).has_value());
 }
 
 TEST_F(Policy, MostSimilarCandidateWins) {
@@ -364,18 +343,20 @@ TEST_F(Policy, MostSimilarCandidateWins) {
   EXPECT_GE(all[0].similarity, all[1].similarity);
 }
 
-TEST_F(Policy, SmallTextsUseTheLowerThreshold) {
-  // Two 14-shingle texts sharing 7: J = 7/21.
+TEST_F(Policy, TheThresholdIsTheRuleExactlyForSetsThatFit) {
+  // abcdefghijklmnopq: 15 trigrams; abcdefghijXYZWVUT shares abc..hij (8): J = 8/22.
   const DocSignature a = Sig("abcdefghijklmnopq");
   const DocSignature b = Sig("abcdefghijXYZWVUT");
   const double j = EstimateSimilarity(a.sketch, b.sketch).jaccard;
-  ASSERT_NEAR(j, 7.0 / 21.0, 1e-12);
+  ASSERT_NEAR(j, 8.0 / 22.0, 1e-12);
   RecheckOptions r;
-  r.min_similarity_small = 0.3;
+  r.threshold = 8.0 / 22.0;  // reaching the threshold is enough
   auto set = Set(r);
   ASSERT_TRUE(set->Insert(1, a).ok());
-  EXPECT_TRUE(Find(*set, b).has_value());
-  r.small_text_shingles = 10;  // now "not small": needs min_similarity
+  const auto m = Find(*set, b);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(m->similarity_exact);
+  r.threshold = 8.0 / 22.0 + 1e-9;
   ASSERT_TRUE(set->SetPolicy(r).ok());
   EXPECT_FALSE(Find(*set, b).has_value());
 }
@@ -417,8 +398,7 @@ TEST_F(Policy, CommonAnchorsBecomeStopKeys) {
   // anchor_max_postings kept documents.
   RecheckOptions r;
   r.anchor_max_postings = 4;
-  r.min_similarity = 0;  // accept whatever the anchors bring
-  r.min_similarity_small = 0;
+  r.threshold = 0.01;  // accept whatever the anchors bring
   auto set = Set(r);
   auto doc = [](uint64_t i) {
     DocSignature s{1000 + i, i * 0x9E3779B97F4A7C15ULL, true};
@@ -443,7 +423,7 @@ TEST_F(Policy, ValidatesOptions) {
   o.recheck.short_k = 9;
   EXPECT_EQ(NearDupSet::Create(o).status().code(), Status::Code::kInvalidArgument);
   o = NearDupOptions{};
-  o.recheck.min_similarity = 1.5;
+  o.recheck.threshold = 1.5;
   EXPECT_EQ(NearDupSet::Create(o).status().code(), Status::Code::kInvalidArgument);
   o = NearDupOptions{};
   o.recheck.anchors = static_cast<int>(kAnchorCount) + 1;
@@ -454,7 +434,7 @@ TEST_F(Policy, ValidatesOptions) {
   EXPECT_EQ(set->SetPolicy(r).code(), Status::Code::kFailedPrecondition);
   r = RecheckOptions{};
   r.short_k = 8;
-  r.min_similarity = 0.7;
+  r.threshold = 0.9;
   EXPECT_TRUE(set->SetPolicy(r).ok());
   EXPECT_EQ(set->options().recheck.short_k, 8);
   EXPECT_TRUE(set->set_k(5).ok());
