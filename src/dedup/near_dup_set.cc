@@ -342,8 +342,8 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   ExactMatches(doc.content_hash, &exact_ids);
   if (!exact_ids.empty() && (options_.exact_fast_path || !doc.has_features)) {
     *best = ExactAnswer(doc, exact_ids);
-    if (!all) return Status::OK();
-    all->push_back(**best);
+    if (best->has_value() && !all) return Status::OK();
+    if (best->has_value()) all->push_back(**best);
   }
   if (!doc.has_features) return Status::OK();
   thread_local std::vector<SketchedMatch> checked;
@@ -354,15 +354,19 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
 }
 
 // Equal normalized text => equal fingerprint: nothing can be nearer, and the
-// first kept copy of that text is the answer.
-DuplicateMatch NearDupSet::ExactAnswer(const DocSignature& doc, const std::vector<DocId>& exact_ids) const {
-  DuplicateMatch m;
-  m.id = *std::min_element(exact_ids.begin(), exact_ids.end());
-  m.distance = 0;
-  m.exact = true;
-  m.similarity = 1.0;
-  m.rechecked = doc.has_sketch();
-  return m;
+// first kept copy of that text that passes the pair rule is the answer. The
+// normalized text drops punctuation, which the similarity counts: with the
+// re-check on, an equal normalized text is a candidate like any other.
+std::optional<DuplicateMatch> NearDupSet::ExactAnswer(const DocSignature& doc,
+                                                      std::vector<DocId>& exact_ids) const {
+  std::sort(exact_ids.begin(), exact_ids.end());
+  for (DocId id : exact_ids) {
+    DuplicateMatch m;
+    if (!Accept(doc, Match{id, doc.fingerprint, 0}, doc.has_sketch() ? t_->SketchRecord(id) : nullptr, &m)) continue;
+    m.exact = true;
+    return m;
+  }
+  return std::nullopt;
 }
 
 // Ordered by distance, then id: the index's order.
@@ -437,7 +441,6 @@ void NearDupSet::RankAccepted(const DocSignature& doc, const std::vector<Sketche
     DuplicateMatch m;
     if (!Accept(doc, c, rec, &m)) continue;
     m.exact = std::find(exact_ids.begin(), exact_ids.end(), c.id) != exact_ids.end();
-    if (m.exact) m.similarity = 1.0;
     if (all) all->push_back(m);
     if (!best_near || RanksBefore(RankOf(m), RankOf(*best_near), recheck)) best_near = m;
     // Candidates come nearest first: without the re-check the first is best.
@@ -451,7 +454,7 @@ void NearDupSet::RankAccepted(const DocSignature& doc, const std::vector<Sketche
 }
 
 bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
-  return doc.has_features && doc.has_sketch() &&
+  return doc.has_sketch() &&
          doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
 }
 

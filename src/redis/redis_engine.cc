@@ -544,12 +544,15 @@ Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, con
 bool Measure(const CheckRun& run, Candidate* c) {
   const bool exact = c->meta.ch == run.ch;
   c->distance = run.hf && c->meta.hf ? std::popcount(c->meta.fp ^ run.fp) : (exact ? 0 : 65);
-  if (exact) {
+  // Equal normalized text drops punctuation, which the similarity counts:
+  // with sketches on both sides it is decided like any other pair.
+  const bool both_sketched = run.sig.has_sketch() && c->meta.sig.has_sketch() && run.rc().enabled;
+  if (exact && !both_sketched) {
     c->similarity = 1.0;
     c->similarity_exact = true;
     return true;
   }
-  if (!run.hf || !c->meta.hf) return false;
+  if (!exact && (!run.hf || !c->meta.hf)) return false;
   const PairDecision d = DecidePair(run.policy, PairSide::Of(run.sig), PairSide::Of(c->meta.sig), c->distance);
   c->similarity = d.similarity;
   c->similarity_exact = d.exact;

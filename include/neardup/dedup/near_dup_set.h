@@ -5,9 +5,9 @@
 //
 // The rule, for a document with signature `doc` (docs/ACCURACY.md):
 //  1. Exact: a kept document with the same content_hash (hash of the
-//     normalized text) is a duplicate at distance 0 (exact = true,
-//     similarity = 1). Texts without features are matched this way only,
-//     never by fingerprint.
+//     normalized text, which drops punctuation) is a candidate at distance 0
+//     (exact = true); the first that passes step 3 is the answer. Texts
+//     without features are found this way only, never by fingerprint.
 //  2. Candidates: the kept documents within Hamming distance r of its
 //     fingerprint, where r = max(k, short_k) for a short query (normalized
 //     text of at most short_max_chars code points) and r = k otherwise; and
@@ -102,7 +102,7 @@ class NearDupSet {
   // pair rule and ranking. A candidate travels with its sketch record (null:
   // none kept).
   using SketchedMatch = std::pair<Match, const uint32_t*>;
-  DuplicateMatch ExactAnswer(const DocSignature& doc, const std::vector<DocId>& exact_ids) const;
+  std::optional<DuplicateMatch> ExactAnswer(const DocSignature& doc, std::vector<DocId>& exact_ids) const;
   Status FingerprintCandidates(const DocSignature& doc, bool sketches, std::vector<SketchedMatch>* out) const;
   void AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const;
   void RankAccepted(const DocSignature& doc, const std::vector<SketchedMatch>& checked,
