@@ -23,19 +23,27 @@ namespace {
 
 const std::string kSample = std::string(NEARDUP_SOURCE_DIR) + "/data/sample/eval_small.jsonl";
 
-// F1 of the default policy per bucket on the sample, as measured on
-// 2026-11-22 (docs/ACCURACY.md: zh-short 0.9926, zh-long 1, en-short 0.9975,
-// en-long 1), minus a margin of about one error: a long bucket has 24
-// positives, so one miss costs 0.02 of F1 there and 0.005 in a short bucket.
-constexpr double kFloorZhShort = 0.985;
-constexpr double kFloorZhLong = 0.975;
-constexpr double kFloorEnShort = 0.99;
+// F1 of the default policy (similarity >= 0.7 on character trigrams, issue
+// 14) per bucket on the sample against the family labels, as measured on
+// 2026-11-24 (`neardup eval --truth family --threshold 0.7`, at 632899b): zh-short 0.6818
+// (R 0.5172), zh-long 0.9787, en-short 0.9111 (R 0.8366), en-long 1; every
+// bucket at precision 1. Floors: those minus a margin of about one error (a
+// long bucket has 24 positives, one miss costs 0.02 of F1; a short bucket
+// about 0.005). The issue's target (F1 >= 0.97 per synthetic bucket) is
+// asserted separately and is NOT met by zh-short and en-short under the new
+// default: that assertion fails on purpose until the policy or the target
+// is revisited.
+constexpr double kFloorZhShort = 0.675;
+constexpr double kFloorZhLong = 0.955;
+constexpr double kFloorEnShort = 0.905;
 constexpr double kFloorEnLong = 0.975;
 
 // The seed's plain method on the same sample, measured: zh-short 0.3889,
 // zh-long 0.7692, en-short 0.3306, en-long 0.8000. The default policy must
-// stay ahead of it by at least this much per bucket.
-constexpr double kMinLeadShort = 0.5;
+// stay ahead of it by at least this much per bucket (measured leads under
+// the new default: zh-short 0.293, en-short 0.580, zh-long 0.210, en-long
+// 0.200).
+constexpr double kMinLeadShort = 0.25;
 constexpr double kMinLeadLong = 0.15;
 
 struct Doc {
@@ -134,21 +142,36 @@ TEST(Accuracy, PlainMethodIsWorseInEveryBucket) {
 }
 
 TEST(Accuracy, EvalCommandReportsTheSameNumbers) {
+  // `neardup eval --truth family` scores the same decisions with the same
+  // metric as Evaluate() above: the neardup policy at the default threshold
+  // is DedupOptions{}, the plain policy is the seed's rule.
   const std::string json_path = ::testing::TempDir() + "/neardup_eval_sample.json";
-  const std::string cmd = std::string(NEARDUP_CLI_PATH) + " eval --input " + kSample + " --policy both --json " +
-                          json_path + " > /dev/null 2>&1";
+  const std::string cmd = std::string(NEARDUP_CLI_PATH) + " eval --input " + kSample +
+                          " --truth family --threshold 0.7 --policy all --json " + json_path + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(json_path);
   const auto j = nlohmann::json::parse(in);
-  const auto mine = Evaluate(LoadSample(), DedupOptions{});
-  for (const auto& [bucket, c] : mine) {
-    const auto& b = j["policies"]["default"]["buckets"][bucket];
-    EXPECT_EQ(b["tp"].get<int>(), c.tp) << bucket;
-    EXPECT_EQ(b["fp"].get<int>(), c.fp) << bucket;
-    EXPECT_EQ(b["fn"].get<int>(), c.fn) << bucket;
-    EXPECT_EQ(b["positives"].get<int>(), c.positives) << bucket;
+  EXPECT_EQ(j["truth"], "family");
+  ASSERT_EQ(j["thresholds"].size(), 1u);
+  const auto& t = j["thresholds"][0];
+  EXPECT_DOUBLE_EQ(t["threshold"].get<double>(), 0.7);
+  const auto docs = LoadSample();
+  DedupOptions plain;
+  plain.fingerprint.tokenizer = TokenizerKind::kIcuWords;
+  plain.recheck.enabled = false;
+  const std::map<std::string, std::map<std::string, Counts>> mine = {{"neardup", Evaluate(docs, DedupOptions{})},
+                                                                     {"plain", Evaluate(docs, plain)}};
+  for (const auto& [policy, by_bucket] : mine) {
+    for (const auto& [bucket, c] : by_bucket) {
+      const auto& b = t["policies"][policy]["buckets"][bucket];
+      EXPECT_EQ(b["tp"].get<int>(), c.tp) << policy << " " << bucket;
+      EXPECT_EQ(b["fp"].get<int>(), c.fp) << policy << " " << bucket;
+      EXPECT_EQ(b["fn"].get<int>(), c.fn) << policy << " " << bucket;
+      EXPECT_EQ(b["positives"].get<int>(), c.positives) << policy << " " << bucket;
+      EXPECT_EQ(b["docs"].get<int>(), c.docs) << policy << " " << bucket;
+    }
   }
-  EXPECT_TRUE(j["policies"].contains("plain"));
+  EXPECT_TRUE(t["policies"].contains("minhash"));
   std::remove(json_path.c_str());
 }
 

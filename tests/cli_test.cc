@@ -120,10 +120,14 @@ TEST_F(CliTest, DedupSmallFile) {
   const auto input = Lines(kSmall);
   // Kept lines are the input lines, byte for byte, in input order.
   EXPECT_EQ(ReadFile(Path("u.jsonl")), input[0] + "\n" + input[1] + "\n" + input[8] + "\n");
-  // Ids echoed raw (string or number, 8.0 stays 8.0).
+  // Ids echoed raw (string or number, 8.0 stays 8.0). Equal normalized text
+  // is an exact match (distance 0), but the similarity is the defined one,
+  // 4 decimals: "!" and the capital T count (a3: 39 of 40 trigrams shared).
   EXPECT_EQ(ReadFile(Path("d.jsonl")),
-            "{\"id\": \"a3\", \"duplicate_of\": \"a1\", \"distance\": 0, \"exact\": true}\n"
-            "{\"id\": 5, \"duplicate_of\": \"a1\", \"distance\": 0, \"exact\": true}\n");
+            "{\"id\": \"a3\", \"duplicate_of\": \"a1\", \"distance\": 0, \"exact\": true, \"similarity\": 0.9750, "
+            "\"similarity_exact\": true}\n"
+            "{\"id\": 5, \"duplicate_of\": \"a1\", \"distance\": 0, \"exact\": true, \"similarity\": 1.0000, "
+            "\"similarity_exact\": true}\n");
   EXPECT_EQ(ReadFile(Path("c.jsonl")), "{\"kept\": \"a1\", \"size\": 3, \"members\": [\"a3\", 5]}\n");
   // Bad lines: reported with their 1-based line numbers, skipped, exit 0.
   EXPECT_NE(err_.find("neardup: line 5: missing field \"text\"\n"), std::string::npos) << err_;
@@ -177,15 +181,20 @@ TEST_F(CliTest, CustomFieldsAndLinesFormat) {
                 " --id-field key --text-field body"),
             0)
       << err_;
-  EXPECT_EQ(ReadFile(Path("d")), "{\"id\": \"k2\", \"duplicate_of\": \"k1\", \"distance\": 0, \"exact\": true}\n");
+  // Same normalized text; punctuation counts in the similarity (22 / 28 trigrams).
+  EXPECT_EQ(ReadFile(Path("d")),
+            "{\"id\": \"k2\", \"duplicate_of\": \"k1\", \"distance\": 0, \"exact\": true, \"similarity\": 0.7857, "
+            "\"similarity_exact\": true}\n");
 
   WriteFile(Path("in.txt"), "first line of text here\nsecond different line\nFirst line of text here.\n\n\n");
   ASSERT_EQ(Run("dedup --format lines -i " + Path("in.txt") + " -o " + Path("u") + " -d " + Path("d")), 0)
       << err_;
   EXPECT_EQ(ReadFile(Path("u")), "first line of text here\nsecond different line\n\n");
   EXPECT_EQ(ReadFile(Path("d")),
-            "{\"id\": 3, \"duplicate_of\": 1, \"distance\": 0, \"exact\": true}\n"
-            "{\"id\": 5, \"duplicate_of\": 4, \"distance\": 0, \"exact\": true}\n");
+            "{\"id\": 3, \"duplicate_of\": 1, \"distance\": 0, \"exact\": true, \"similarity\": 0.9545, "
+            "\"similarity_exact\": true}\n"
+            "{\"id\": 5, \"duplicate_of\": 4, \"distance\": 0, \"exact\": true, \"similarity\": 1.0000, "
+            "\"similarity_exact\": true}\n");
 }
 
 TEST_F(CliTest, Distance) {

@@ -354,14 +354,21 @@ TEST_F(HttpApiTest, SchemeChangeOfNonEmptyNamespaceIs409) {
   Check("news", {{"id", "a"}, {"text", kFox}});
   std::string msg = ExpectError("PUT", "/v1/namespaces/news", R"({"tokenizer": "icu-words"})", 409,
                                 "failed_precondition");
-  EXPECT_NE(msg.find("fingerprint scheme"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("changing tokenizer, cjk_ngram or shingle_size would mix fingerprint or sketch schemes"),
+            std::string::npos)
+      << msg;
   ExpectError("PUT", "/v1/namespaces/news", R"({"cjk_ngram": 2})", 409, "failed_precondition");
-  // k, retention and max_matches may change at any time; other settings are kept.
-  json j = CallJson("PUT", "/v1/namespaces/news", R"({"k": 5, "max_matches": 3})", &status);
+  // shingle_size changes every sketch: refused too (threshold may change, below).
+  msg = ExpectError("PUT", "/v1/namespaces/news", R"({"shingle_size": 4})", 409, "failed_precondition");
+  EXPECT_NE(msg.find("sketch schemes"), std::string::npos) << msg;
+  // k, threshold, retention and max_matches may change at any time; other settings are kept.
+  json j = CallJson("PUT", "/v1/namespaces/news", R"({"k": 5, "max_matches": 3, "threshold": 0.8})", &status);
   EXPECT_EQ(status, 200) << last_.body;
   EXPECT_EQ(j["settings"]["k"], 5);
   EXPECT_EQ(j["settings"]["max_matches"], 3);
+  EXPECT_EQ(j["settings"]["threshold"], 0.8);
   EXPECT_EQ(j["settings"]["cjk_ngram"], 3);
+  EXPECT_EQ(j["settings"]["shingle_size"], 3);
   EXPECT_EQ(j["stats"]["documents"], 1);
 }
 
@@ -417,7 +424,10 @@ TEST_F(HttpApiTest, CheckStoresThenReportsDuplicates) {
   EXPECT_EQ(b["matches"][0]["id"], "a1");
   EXPECT_EQ(b["matches"][0]["exact"], true);  // differs only by case and punctuation
   EXPECT_EQ(b["matches"][0]["distance"], 0);
-  EXPECT_DOUBLE_EQ(b["matches"][0]["similarity"].get<double>(), 1.0);
+  // The defined similarity, exactly: case folds, the "!" counts (39 of 40
+  // trigrams shared; shingles.h).
+  EXPECT_DOUBLE_EQ(b["matches"][0]["similarity"].get<double>(), 39.0 / 40.0);
+  EXPECT_EQ(b["matches"][0]["similarity_exact"], true);
   EXPECT_EQ(b["matches"][0]["timestamp"], 1700000000000);
 
   json c = Check("news", {{"id", "a3"}, {"text", kOther}});

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "neardup/text/fingerprint.h"
+#include "neardup/text/shingles.h"
 
 namespace neardup {
 namespace {
@@ -99,7 +100,18 @@ TEST_F(LocalEngineTest, CheckAndInsertKeepsFirstAndNamesIt) {
   ASSERT_EQ(b.matches.size(), 1u);
   EXPECT_EQ(b.matches[0].id, "a");
   EXPECT_TRUE(b.matches[0].exact);
-  EXPECT_DOUBLE_EQ(b.matches[0].similarity, 1.0);
+  // The similarity is the defined one: the "!!" counts (shingles.h).
+  std::vector<uint64_t> sa, sb;
+  ShingleHashes(kLong, 3, &sa);
+  ShingleHashes(std::string(kLong) + "!!", 3, &sb);
+  EXPECT_DOUBLE_EQ(b.matches[0].similarity, Jaccard(sa, sb));
+  EXPECT_LT(b.matches[0].similarity, 1.0);
+  EXPECT_TRUE(b.matches[0].similarity_exact);
+  // The same text again: similarity 1.
+  auto c = Check("news", "c", kLong);
+  ASSERT_TRUE(c.duplicate);
+  EXPECT_TRUE(c.matches[0].exact);
+  EXPECT_DOUBLE_EQ(c.matches[0].similarity, 1.0);
   EXPECT_EQ(Docs("news"), 1u);
 }
 
@@ -286,7 +298,9 @@ TEST_F(LocalEngineTest, RestartRebuildsEverything) {
 // the sketches come back from the store rather than from the text.
 TEST_F(LocalEngineTest, ShortTextRecheckSurvivesRestart) {
   const std::string original = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
-  const std::string edited = "转发：今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆！";
+  // One word changed: similarity 0.7949 (>= the default threshold 0.7), but
+  // the fingerprints are 8 bits apart (> short_k = 3).
+  const std::string edited = "今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
   const std::string unrelated = "股市今日大幅上涨，科技板块领涨，投资者情绪明显回暖，成交量创下新高。";
   Open();
   ASSERT_TRUE(Check("n", "orig", original).stored);
@@ -297,11 +311,21 @@ TEST_F(LocalEngineTest, ShortTextRecheckSurvivesRestart) {
   ASSERT_TRUE(before.duplicate);
   ASSERT_TRUE(after.duplicate);
   EXPECT_EQ(after.matches[0].id, "orig");
-  // The same score before and after: it comes from the persisted sketch.
+  EXPECT_EQ(before.matches[0].id, "orig");
+  EXPECT_GT(before.matches[0].distance, 3) << "found beyond the fingerprint radius";
+  // The same score before and after: it comes from the persisted sketch, and
+  // it is the defined similarity, exactly (both texts fit a sketch).
+  std::vector<uint64_t> a, b;
+  ShingleHashes(original, 3, &a);
+  ShingleHashes(edited, 3, &b);
+  const double truth = Jaccard(a, b);
+  ASSERT_GE(truth, 0.7);
+  ASSERT_LT(truth, 0.85);
+  EXPECT_DOUBLE_EQ(before.matches[0].similarity, truth);
+  EXPECT_TRUE(before.matches[0].similarity_exact);
   EXPECT_EQ(after.matches[0].similarity, before.matches[0].similarity);
+  EXPECT_TRUE(after.matches[0].similarity_exact);
   EXPECT_EQ(after.matches[0].distance, before.matches[0].distance);
-  EXPECT_GT(after.matches[0].similarity, 0.5);
-  EXPECT_LT(after.matches[0].similarity, 1.0);
   EXPECT_EQ(after.matches.size(), 1u);  // never the unrelated text
 }
 
@@ -310,7 +334,9 @@ TEST_F(LocalEngineTest, ShortTextRecheckSurvivesRestart) {
 // setting survives a restart.
 TEST_F(LocalEngineTest, RecheckPolicyIsPerNamespace) {
   const std::string original = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
-  const std::string edited = "转发：今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆！";
+  // One word changed: similarity 0.7949 (>= the default threshold 0.7), but
+  // the fingerprints are 8 bits apart (> short_k = 3).
+  const std::string edited = "今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
   Open();
   NamespaceSettings plain;
   plain.recheck.enabled = false;
@@ -321,8 +347,9 @@ TEST_F(LocalEngineTest, RecheckPolicyIsPerNamespace) {
   auto with = Check("checked", "q", edited, CheckMode::kQueryOnly);
   auto without = Check("plain", "q", edited, CheckMode::kQueryOnly);
   ASSERT_TRUE(with.duplicate);
-  ASSERT_EQ(with.matches[0].distance, without.matches.empty() ? with.matches[0].distance : without.matches[0].distance);
-  EXPECT_EQ(without.duplicate, with.matches[0].distance <= 3) << "plain rule: within k only";
+  ASSERT_GT(with.matches[0].distance, 3) << "the pair must lie beyond k for the plain rule to differ";
+  EXPECT_FALSE(without.duplicate) << "plain rule: within k only";
+  EXPECT_TRUE(without.matches.empty());
   Open();
   EXPECT_FALSE(engine_->GetNamespace("plain")->settings.recheck.enabled);
   EXPECT_TRUE(engine_->GetNamespace("checked")->settings.recheck.enabled);

@@ -67,12 +67,26 @@ class Oracle {
   std::vector<DuplicateMatch> All(const DocSignature& doc) const {
     const RecheckOptions& r = o_.recheck;
     std::vector<DuplicateMatch> out;
-    // 1. Exact: the first kept copy of the same normalized text.
-    std::vector<DocId> exact;
+    // 1. Exact: the first kept copy of the same normalized text that passes
+    // the pair rule (at distance 0; punctuation counts in the similarity).
+    std::vector<DocId> exact;  // ascending (map order)
     for (const auto& [id, k] : kept_) {
       if (k.sig.content_hash == doc.content_hash) exact.push_back(id);
     }
-    if (!exact.empty()) out.push_back(DuplicateMatch{exact.front(), 0, true, 1.0, doc.has_sketch()});
+    std::optional<DocId> exact_answer;
+    if (!exact.empty() && (o_.exact_fast_path || !doc.has_features)) {
+      for (DocId id : exact) {
+        const DocSignature& ks = kept_.at(id).sig;
+        const PairSide kept = doc.has_sketch() && KeepsSketch(ks) ? PairSide::Of(ks) : PairSide{};
+        const PairDecision pd = DecidePair(o_, PairSide::Of(doc), kept, 0);
+        if (!pd.duplicate) continue;
+        DuplicateMatch m{id, 0, true, pd.similarity, pd.rechecked};
+        m.similarity_exact = pd.exact;
+        out.push_back(m);
+        exact_answer = id;
+        break;
+      }
+    }
     if (!doc.has_features) return out;
     // 2. Candidates: within the radius, or under a probed anchor.
     const bool sketches = doc.has_sketch() && sketches_ > 0;
@@ -91,8 +105,10 @@ class Oracle {
     }
     std::vector<DuplicateMatch> near;
     for (const auto& [id, k] : kept_) {
-      if (!exact.empty() && id == exact.front()) continue;
-      if (!k.sig.has_features) continue;
+      if (exact_answer == id) continue;
+      // Featureless texts are not in the fingerprint index, but keep their
+      // sketch and anchors.
+      if (!k.sig.has_features && !by_anchor.count(id)) continue;
       const int d = HammingDistance(doc.fingerprint, k.sig.fingerprint);
       if (d > radius && !by_anchor.count(id)) continue;
       // 3. The pair rule; the kept side's sketch only if the set keeps it.
@@ -100,10 +116,8 @@ class Oracle {
       const PairDecision pd = DecidePair(o_, PairSide::Of(doc), kept, d);
       if (!pd.duplicate) continue;
       DuplicateMatch m{id, d, false, pd.similarity, pd.rechecked};
-      if (std::find(exact.begin(), exact.end(), id) != exact.end()) {
-        m.exact = true;
-        m.similarity = 1.0;
-      }
+      m.similarity_exact = pd.exact;
+      m.exact = std::find(exact.begin(), exact.end(), id) != exact.end();
       near.push_back(m);
     }
     // 4. Best first: most similar (re-check on), nearest, smallest id.
@@ -124,7 +138,7 @@ class Oracle {
 
  private:
   bool KeepsSketch(const DocSignature& s) const {
-    return s.has_features && s.has_sketch() && s.num_chars <= static_cast<uint32_t>(o_.recheck.sketch_max_chars);
+    return s.has_sketch() && s.num_chars <= static_cast<uint32_t>(o_.recheck.sketch_max_chars);
   }
   struct Kept {
     DocSignature sig;
@@ -297,6 +311,7 @@ TEST_P(NearDupOracleTest, RandomStreamsAgreeWithBruteForce) {
       ASSERT_EQ(Describe(all), Describe(want)) << "step " << step << ": " << text;
       for (size_t i = 0; i < all.size(); ++i) {
         EXPECT_EQ(all[i].rechecked, want[i].rechecked) << "step " << step << " match " << i;
+        EXPECT_EQ(all[i].similarity_exact, want[i].similarity_exact) << "step " << step << " match " << i;
       }
       ASSERT_EQ(best.has_value(), !want.empty()) << "step " << step;
       if (best) {

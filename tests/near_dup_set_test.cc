@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "neardup/text/fingerprint.h"
+#include "neardup/text/shingles.h"
 
 namespace neardup {
 namespace {
@@ -111,57 +112,178 @@ TEST(DecidePair, IsSymmetric) {
   }
 }
 
+// The defined similarity (text/shingles.h) of two texts, n = 3.
+double TrueJaccard(const std::string& x, const std::string& y) {
+  std::vector<uint64_t> a, b;
+  ShingleHashes(x, 3, &a);
+  ShingleHashes(y, 3, &b);
+  return Jaccard(a, b);
+}
+
+// A short edited repost: one word changed. Similarity 0.7949 (>= the default
+// threshold 0.7) while the fingerprints are 8 bits apart (> k = 3).
+const char* const kShortOriginal = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+const char* const kShortEdited = "今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+
+// A text of `n` pseudo-random lower-case words (about 6 * n characters).
+std::string Words(int n, uint64_t seed) {
+  std::string t;
+  for (int i = 0; i < n; ++i) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    if (i) t += ' ';
+    for (int c = 0; c < 5; ++c) t += static_cast<char>('a' + (seed >> (20 + 5 * c)) % 26);
+  }
+  return t;
+}
+
+// Raw sketch values 1..n (a set of `num_shingles`; complete iff <= kSketchSize).
+std::vector<uint32_t> Values(uint32_t n) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = i + 1;
+  return v;
+}
+PairSide Side(const std::vector<uint32_t>& v, uint32_t num_shingles) {
+  return PairSide{40, v.data(), v.size(), num_shingles};
+}
+
 TEST(DecidePair, TheRuleOfAccept) {
   NearDupOptions o;
-  const DocSignature a = Analyzed("今天北京的天气非常好，我们一起去公园散步吧");
-  const DocSignature b = Analyzed("转发：今天北京的天气特别好，我们一起去公园散步吧！");
-  // Short pair: decided on the sketches whatever the distance.
-  PairDecision d = DecidePair(o, PairSide::Of(a), PairSide::Of(b), 15);
-  EXPECT_TRUE(d.duplicate);
-  EXPECT_TRUE(d.rechecked);
-  EXPECT_NEAR(d.similarity, 0.667, 0.001);
-  // Same words in another order: equal fingerprints, too few shared shingles.
+  ASSERT_EQ(o.recheck.threshold, 0.7);
+  ASSERT_EQ(o.k, 3);
+  const DocSignature a = Analyzed(kShortOriginal);
+  const DocSignature b = Analyzed(kShortEdited);
+  const double sim_ab = TrueJaccard(kShortOriginal, kShortEdited);
+  ASSERT_GE(sim_ab, 0.7);
+  ASSERT_LT(sim_ab, 0.85);
+  ASSERT_GT(HammingDistance(a.fingerprint, b.fingerprint), o.k);
+  // Sketches on both sides: similarity >= threshold decides, whatever the
+  // distance; both sets fit the sketch, so the similarity is the defined one.
+  for (int dist : {0, 3, 8, 40}) {
+    const PairDecision d = DecidePair(o, PairSide::Of(a), PairSide::Of(b), dist);
+    EXPECT_TRUE(d.duplicate) << dist;
+    EXPECT_TRUE(d.rechecked);
+    EXPECT_TRUE(d.exact);
+    EXPECT_DOUBLE_EQ(d.similarity, sim_ab);
+  }
+  // The threshold is inclusive, and it is the setting (not a constant).
+  o.recheck.threshold = sim_ab;
+  EXPECT_TRUE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 8).duplicate);
+  o.recheck.threshold = sim_ab + 0.01;
+  EXPECT_FALSE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 0).duplicate);
+  o.recheck.threshold = 0.7;
+  // Same words in another order: equal fingerprints, too few shared n-grams
+  // (no rule accepts a pair within k any more, short or long).
   const DocSignature r1 = Analyzed("go to it as we do so on my own by an ox");
   const DocSignature r2 = Analyzed("an ox by my own on so do we as it to go");
   ASSERT_EQ(HammingDistance(r1.fingerprint, r2.fingerprint), 0);
+  ASSERT_LT(TrueJaccard("go to it as we do so on my own by an ox", "an ox by my own on so do we as it to go"), 0.7);
+  PairDecision d = DecidePair(o, PairSide::Of(r1), PairSide::Of(r2), 0);
+  EXPECT_FALSE(d.duplicate);
+  EXPECT_TRUE(d.rechecked);
+  o.recheck.short_max_chars = 5;  // both "long": still the similarity decides
   EXPECT_FALSE(DecidePair(o, PairSide::Of(r1), PairSide::Of(r2), 0).duplicate);
-  // No sketch on one side (a legacy document): distance <= k decides.
+  EXPECT_TRUE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 8).duplicate);
+  o.recheck.short_max_chars = 200;
+  // Exactness: a set larger than the sketch makes the similarity an estimate
+  // (standard error <= 0.031).
+  const std::string big = Words(80, 7);
+  std::string big_edited = big;
+  big_edited.replace(0, 60, Words(10, 99));
+  const double sim_big = TrueJaccard(big, big_edited);
+  ASSERT_GT(sim_big, 0.78);
+  ASSERT_LT(sim_big, 0.95);
+  const DocSignature s1 = Analyzed(big), s2 = Analyzed(big_edited);
+  ASSERT_GT(s1.sketch.num_shingles, kSketchSize);
+  d = DecidePair(o, PairSide::Of(s1), PairSide::Of(s2), 20);
+  EXPECT_TRUE(d.duplicate);
+  EXPECT_TRUE(d.rechecked);
+  EXPECT_FALSE(d.exact);
+  EXPECT_NEAR(d.similarity, sim_big, 0.1);
+  // The size bound: |A| < t * |B| rejects without an estimate (the score is
+  // the bound |A| / |B|, not exact). These sketches are made up so that an
+  // estimate would accept: below the last value of the incomplete one, A's
+  // 200 values all lie in B's 256 (estimate 200 / 256 = 0.78).
+  const std::vector<uint32_t> v200 = Values(200), v256 = Values(256), v7 = Values(7), v10 = Values(10),
+                              v6 = Values(6);
+  d = DecidePair(o, Side(v200, 200), Side(v256, 300), 0);
+  EXPECT_FALSE(d.duplicate);
+  EXPECT_TRUE(d.rechecked);
+  EXPECT_FALSE(d.exact);
+  EXPECT_DOUBLE_EQ(d.similarity, 200.0 / 300.0);
+  EXPECT_EQ(DecidePair(o, Side(v256, 300), Side(v200, 200), 0).duplicate, false) << "symmetric";
+  // ... while within the bound the estimate decides (and may accept).
+  d = DecidePair(o, Side(v200, 200), Side(v256, 280), 0);
+  EXPECT_TRUE(d.duplicate);
+  EXPECT_FALSE(d.exact);
+  EXPECT_DOUBLE_EQ(d.similarity, 200.0 / 256.0);
+  // Exact sets at the boundary: 7 of 10 shared is 0.7 (accepted), 6 of 10 is
+  // below (rejected by the bound: 6 < 0.7 * 10).
+  d = DecidePair(o, Side(v7, 7), Side(v10, 10), 9);
+  EXPECT_TRUE(d.duplicate);
+  EXPECT_TRUE(d.exact);
+  EXPECT_DOUBLE_EQ(d.similarity, 0.7);
+  d = DecidePair(o, Side(v6, 6), Side(v10, 10), 0);
+  EXPECT_FALSE(d.duplicate);
+  EXPECT_DOUBLE_EQ(d.similarity, 0.6);
+  // No sketch on one side (a legacy document, a text kept without its
+  // sketch): distance <= k decides, and the score comes from the distance.
   const PairSide none;
-  d = DecidePair(o, PairSide::Of(r1), none, 0);
+  d = DecidePair(o, PairSide::Of(r1), none, 3);
   EXPECT_TRUE(d.duplicate);
   EXPECT_FALSE(d.rechecked);
-  EXPECT_EQ(d.similarity, SimilarityFromDistance(0));
+  EXPECT_FALSE(d.exact);
+  EXPECT_EQ(d.similarity, SimilarityFromDistance(3));
   EXPECT_FALSE(DecidePair(o, none, PairSide::Of(a), 4).duplicate);
-  // Two long texts within k: duplicates without a look at the sketches.
-  o.recheck.short_max_chars = 5;
-  EXPECT_TRUE(DecidePair(o, PairSide::Of(r1), PairSide::Of(r2), 3).duplicate);
-  EXPECT_FALSE(DecidePair(o, PairSide::Of(r1), PairSide::Of(r2), 4).duplicate);
-  // Re-check off: the plain rule.
+  EXPECT_FALSE(DecidePair(o, PairSide::Of(a), none, 4).duplicate);
+  o.k = 5;
+  EXPECT_TRUE(DecidePair(o, none, PairSide::Of(a), 4).duplicate) << "k is the radius, not a constant";
+  o.k = 3;
+  // Re-check off: the plain rule, distance <= k, sketches or not.
   o.recheck.enabled = false;
-  o.recheck.short_max_chars = 200;
-  EXPECT_TRUE(DecidePair(o, PairSide::Of(r1), PairSide::Of(r2), 0).duplicate);
-  EXPECT_FALSE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 15).duplicate);
+  d = DecidePair(o, PairSide::Of(r1), PairSide::Of(r2), 0);
+  EXPECT_TRUE(d.duplicate);
+  EXPECT_FALSE(d.rechecked);
+  EXPECT_TRUE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 3).duplicate);
+  EXPECT_FALSE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 4).duplicate);
+  EXPECT_FALSE(DecidePair(o, PairSide::Of(a), PairSide::Of(b), 8).duplicate);
 }
 
 TEST(NearDupSet, DecidesThroughThePairRule) {
   // FindDuplicate's answer for a kept document equals DecidePair on the two
-  // signatures (same similarity, same verdict).
+  // signatures (same similarity, same verdict, same exactness).
   auto set = MakeSet();
   const DocSignature r1 = Analyzed("go to it as we do so on my own by an ox");
-  const DocSignature a = Analyzed("今天北京的天气非常好，我们一起去公园散步吧");
+  const DocSignature a = Analyzed(kShortOriginal);
   ASSERT_TRUE(set->Insert(1, r1).ok());
   ASSERT_TRUE(set->Insert(2, a).ok());
   std::optional<DuplicateMatch> best;
-  ASSERT_TRUE(set->FindDuplicate(Analyzed("an ox by my own on so do we as it to go"), &best).ok());
+  // A fingerprint candidate at distance 0 that the rule rejects.
+  const DocSignature r2 = Analyzed("an ox by my own on so do we as it to go");
+  ASSERT_EQ(HammingDistance(r1.fingerprint, r2.fingerprint), 0);
+  ASSERT_FALSE(DecidePair(set->options(), PairSide::Of(r2), PairSide::Of(r1), 0).duplicate);
+  ASSERT_TRUE(set->FindDuplicate(r2, &best).ok());
   EXPECT_FALSE(best.has_value());
-  const DocSignature b = Analyzed("转发：今天北京的天气特别好，我们一起去公园散步吧！");
+  // An anchor candidate beyond the radius that the rule accepts.
+  const DocSignature b = Analyzed(kShortEdited);
+  const int dist = HammingDistance(a.fingerprint, b.fingerprint);
+  ASSERT_GT(dist, set->options().recheck.short_k);
   ASSERT_TRUE(set->FindDuplicate(b, &best).ok());
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->id, 2u);
-  const PairDecision d =
-      DecidePair(set->options(), PairSide::Of(b), PairSide::Of(a), HammingDistance(a.fingerprint, b.fingerprint));
+  EXPECT_EQ(best->distance, dist);
+  const PairDecision d = DecidePair(set->options(), PairSide::Of(b), PairSide::Of(a), dist);
+  ASSERT_TRUE(d.duplicate);
   EXPECT_EQ(best->similarity, d.similarity);
   EXPECT_EQ(best->rechecked, d.rechecked);
+  EXPECT_EQ(best->similarity_exact, d.exact);
+  EXPECT_TRUE(best->similarity_exact);
+  EXPECT_DOUBLE_EQ(best->similarity, TrueJaccard(kShortOriginal, kShortEdited));
+  // With a threshold above that similarity the same candidate is rejected.
+  RecheckOptions strict = set->options().recheck;
+  strict.threshold = d.similarity + 0.01;
+  ASSERT_TRUE(set->SetPolicy(strict).ok());
+  ASSERT_TRUE(set->FindDuplicate(b, &best).ok());
+  EXPECT_FALSE(best.has_value());
 }
 
 // The anchor table (split into segments that grow on their own) after many

@@ -263,27 +263,39 @@ class Policy : public ::testing::Test {
 };
 
 TEST_F(Policy, ShortEditedRepostIsFoundBeyondTheFingerprintRadius) {
-  const std::string a = "\xE4\xB8\x89\xE5\x8B\xA4\xE4\xB8\x80\xE6\x87\x92\xEF\xBC\x8C\xE6\x83\xB3\xE6\x87\x92"
-                        "\xE4\xB8\x8D\xE5\xBE\x97\xE6\x87\x92\xEF\xBC\x9B\xE4\xB8\x89\xE6\x87\x92\xE4\xB8\x80"
-                        "\xE5\x8B\xA4\xEF\xBC\x8C\xE6\x83\xB3\xE5\x8B\xA4\xE4\xB8\x8D\xE5\xBE\x97\xE5\x8B\xA4"
-                        "\xE3\x80\x82";  // 三勤一懒，想懒不得懒；三懒一勤，想勤不得勤。
-  const std::string b = "\xE8\xBD\xAC\xE5\x8F\x91\xEF\xBC\x9A" + a.substr(0, 30) + a.substr(33);  // 转发： + one char dropped
+  // One word changed (非常 -> 特别): similarity 0.7949 >= 0.7, fingerprints 8
+  // bits apart (> k and > short_k): only an anchor can bring the candidate.
+  const std::string a = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+  const std::string b = "今天北京的天气特别好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+  const double truth = ExactJaccard(a, b);
+  ASSERT_GE(truth, RecheckOptions{}.threshold);
+  ASSERT_LT(truth, 0.85);
   const DocSignature sa = Sig(a), sb = Sig(b);
+  const int dist = HammingDistance(sa.fingerprint, sb.fingerprint);
+  ASSERT_GT(dist, RecheckOptions{}.short_k);
+  ASSERT_GT(dist, 3);
   auto set = Set();
   ASSERT_TRUE(set->Insert(1, sa).ok());
   const auto m = Find(*set, sb);
-  ASSERT_TRUE(m.has_value()) << "distance " << HammingDistance(sa.fingerprint, sb.fingerprint);
+  ASSERT_TRUE(m.has_value()) << "distance " << dist;
   EXPECT_EQ(m->id, 1u);
+  EXPECT_EQ(m->distance, dist);
   EXPECT_TRUE(m->rechecked);
   EXPECT_FALSE(m->exact);
-  EXPECT_NEAR(m->similarity, EstimateSimilarity(sa.sketch, sb.sketch).jaccard, 1e-12);
-  EXPECT_GT(m->similarity, 0.5);
+  EXPECT_TRUE(m->similarity_exact);
+  EXPECT_DOUBLE_EQ(m->similarity, truth);
+  // Without anchors the fingerprint radius cannot reach it.
+  RecheckOptions no_anchors;
+  no_anchors.anchors = 0;
+  auto fp_only = Set(no_anchors);
+  ASSERT_TRUE(fp_only->Insert(1, sa).ok());
+  EXPECT_FALSE(Find(*fp_only, sb).has_value());
   // The plain rule needs the fingerprint within k.
   RecheckOptions off;
   off.enabled = false;
   auto plain = Set(off);
   ASSERT_TRUE(plain->Insert(1, sa).ok());
-  EXPECT_EQ(Find(*plain, sb).has_value(), HammingDistance(sa.fingerprint, sb.fingerprint) <= 3);
+  EXPECT_FALSE(Find(*plain, sb).has_value());
 }
 
 TEST_F(Policy, ShortTextsNeedSimilarityEvenAtDistanceZero) {
@@ -327,20 +339,42 @@ TEST_F(Policy, LongPairsWithinKAreDecidedBySimilarityToo) {
 }
 
 TEST_F(Policy, MostSimilarCandidateWins) {
+  // Two candidates above the threshold: the more similar one wins although
+  // it is farther (7 bits vs 2) and newer (larger id); a third below the
+  // threshold is not a match at all.
   const std::string base = "the early bird catches the worm but the second mouse gets the cheese";
-  const DocSignature far = Sig(base + " and some more words appended here");
-  const DocSignature near = Sig(base + " today");
+  const std::string nearer = base + " today";                                               // J 0.9180, d 2
+  const std::string similar = "the early bird catches a worm but the second mouse gets the cheese";  // J 0.9322, d 7
+  const std::string below = base + " and some more words appended here";                   // J 0.6667
+  const DocSignature q = Sig(base), s1 = Sig(nearer), s2 = Sig(similar), s3 = Sig(below);
+  const double j1 = ExactJaccard(base, nearer), j2 = ExactJaccard(base, similar);
+  ASSERT_GE(j1, 0.7);
+  ASSERT_GT(j2, j1);
+  ASSERT_LT(ExactJaccard(base, below), 0.7);
+  ASSERT_LT(HammingDistance(q.fingerprint, s1.fingerprint), HammingDistance(q.fingerprint, s2.fingerprint));
   auto set = Set();
-  ASSERT_TRUE(set->Insert(1, far).ok());
-  ASSERT_TRUE(set->Insert(2, near).ok());
+  ASSERT_TRUE(set->Insert(1, s1).ok());
+  ASSERT_TRUE(set->Insert(2, s2).ok());
+  ASSERT_TRUE(set->Insert(3, s3).ok());
   std::optional<DuplicateMatch> best;
   std::vector<DuplicateMatch> all;
-  ASSERT_TRUE(set->FindDuplicate(Sig(base), &best, &all).ok());
+  ASSERT_TRUE(set->FindDuplicate(q, &best, &all).ok());
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->id, 2u);
+  EXPECT_DOUBLE_EQ(best->similarity, j2);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].id, 2u);
-  EXPECT_GE(all[0].similarity, all[1].similarity);
+  EXPECT_EQ(all[1].id, 1u);
+  EXPECT_DOUBLE_EQ(all[1].similarity, j1);
+  // The plain rule ranks by distance instead (and only within k).
+  RecheckOptions off;
+  off.enabled = false;
+  auto plain = Set(off);
+  ASSERT_TRUE(plain->Insert(1, s1).ok());
+  ASSERT_TRUE(plain->Insert(2, s2).ok());
+  const auto p = Find(*plain, q);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->id, 1u);
 }
 
 TEST_F(Policy, TheThresholdIsTheRuleExactlyForSetsThatFit) {
@@ -395,27 +429,39 @@ TEST_F(Policy, RemoveForgetsSketchAndAnchors) {
 TEST_F(Policy, CommonAnchorsBecomeStopKeys) {
   // Documents whose only link is one shared anchor, fingerprints far apart:
   // found through that anchor until it is shared by more than
-  // anchor_max_postings kept documents.
+  // anchor_max_postings kept documents. The sketches are consistent with
+  // scheme v2 (anchors = the first values of mins): a query shares exactly
+  // the value 7 with each document, similarity 1/3 >= the threshold.
   RecheckOptions r;
   r.anchor_max_postings = 4;
-  r.threshold = 0.01;  // accept whatever the anchors bring
+  r.threshold = 0.3;
   auto set = Set(r);
   auto doc = [](uint64_t i) {
     DocSignature s{1000 + i, i * 0x9E3779B97F4A7C15ULL, true};
     s.num_chars = 50;
     s.sketch.num_shingles = 2;
-    s.sketch.mins = {static_cast<uint32_t>(10 + i), static_cast<uint32_t>(100000 + i)};
-    s.sketch.anchors = {7, static_cast<uint32_t>(100 + i)};  // anchor 7 is shared
+    s.sketch.mins = {7, static_cast<uint32_t>(100 + i)};  // value 7 is shared
+    s.sketch.anchors = s.sketch.mins;
     return s;
   };
   DocSignature q = doc(999);
   q.fingerprint = ~doc(0).fingerprint;
   ASSERT_TRUE(set->Insert(0, doc(0)).ok());
-  ASSERT_TRUE(Find(*set, q).has_value());
+  auto m = Find(*set, q);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(m->rechecked);
+  EXPECT_DOUBLE_EQ(m->similarity, 1.0 / 3.0);
   for (uint64_t i = 1; i < 4; ++i) ASSERT_TRUE(set->Insert(i, doc(i)).ok());
   ASSERT_TRUE(Find(*set, q).has_value());
   ASSERT_TRUE(set->Insert(4, doc(4)).ok());  // the fifth: anchor 7 is now a stop key
   EXPECT_FALSE(Find(*set, q).has_value());
+  // Only that key stops: a query sharing doc 4's other anchor still finds it.
+  DocSignature q4 = doc(4);
+  q4.content_hash = 77;
+  q4.fingerprint = ~doc(4).fingerprint;
+  m = Find(*set, q4);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->id, 4u);
 }
 
 TEST_F(Policy, ValidatesOptions) {
