@@ -10,16 +10,14 @@
 namespace neardup {
 
 Result<std::unique_ptr<Deduplicator>> Deduplicator::Create(const DedupOptions& options) {
-  auto fp = Fingerprinter::Create(options.fingerprint);
-  if (!fp.ok()) return fp.status();
+  NEARDUP_ASSIGN_OR_RETURN(Fingerprinter fp, Fingerprinter::Create(options.fingerprint));
   NearDupOptions set_options;
   set_options.k = options.k;
   set_options.index = options.index;
   set_options.exact_fast_path = options.exact_fast_path;
   set_options.recheck = options.recheck;
-  auto set = NearDupSet::Create(set_options);
-  if (!set.ok()) return set.status();
-  return std::unique_ptr<Deduplicator>(new Deduplicator(options, std::move(fp).value(), std::move(set).value()));
+  NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<NearDupSet> set, NearDupSet::Create(set_options));
+  return std::unique_ptr<Deduplicator>(new Deduplicator(options, std::move(fp), std::move(set)));
 }
 
 Deduplicator::Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set)

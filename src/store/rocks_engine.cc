@@ -8,9 +8,8 @@ namespace neardup {
 Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options) {
   RocksStoreOptions store_options;
   store_options.sync = options.sync;
-  auto store = OpenRocksStore(options.data_dir, store_options);
-  if (!store.ok()) return store.status();
-  return OpenLocalEngine(options, std::move(store).value());
+  NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<DocumentStore> store, OpenRocksStore(options.data_dir, store_options));
+  return OpenLocalEngine(options, std::move(store));
 }
 
 }  // namespace neardup

@@ -104,4 +104,15 @@ class [[nodiscard]] Result {
     if (!_nd_status.ok()) return _nd_status;       \
   } while (0)
 
+// `NEARDUP_ASSIGN_OR_RETURN(auto x, MakeX());`: declares/assigns the value of
+// a Result, or propagates its Status to the caller.
+#define NEARDUP_ASSIGN_OR_RETURN(lhs, expr) \
+  NEARDUP_ASSIGN_OR_RETURN_IMPL_(NEARDUP_CONCAT_(_nd_result_, __LINE__), lhs, expr)
+#define NEARDUP_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  if (!tmp.ok()) return tmp.status();                 \
+  lhs = std::move(tmp).value()
+#define NEARDUP_CONCAT_(a, b) NEARDUP_CONCAT_INNER_(a, b)
+#define NEARDUP_CONCAT_INNER_(a, b) a##b
+
 #endif  // NEARDUP_STATUS_H_

@@ -1,0 +1,62 @@
+// The util layer's small pieces: the Result helper, the codec, the hashes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "neardup/util/status.h"
+#include "util/coding.h"
+#include "util/hash.h"
+
+namespace neardup {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2 != 0) return Status::InvalidArgument("odd: " + std::to_string(x));
+  return x / 2;
+}
+
+// Two macros in one function: the temporaries must not collide.
+Result<int> Quarter(int x) {
+  NEARDUP_ASSIGN_OR_RETURN(int half, Half(x));
+  NEARDUP_ASSIGN_OR_RETURN(const int quarter, Half(half));
+  return quarter;
+}
+
+TEST(AssignOrReturn, AssignsOrPropagatesTheStatus) {
+  EXPECT_EQ(Quarter(12).value(), 3);
+  const Result<int> odd = Quarter(6);  // 6 -> 3 -> odd
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(odd.status().message(), "odd: 3");
+}
+
+TEST(Coding, LittleEndianWhateverTheHost) {
+  std::string s;
+  PutFixed32(&s, 0x01020304u);
+  PutFixed64(&s, 0x0102030405060708ull);
+  ASSERT_EQ(s.size(), 12u);
+  EXPECT_EQ(s[0], '\x04');
+  EXPECT_EQ(s[4], '\x08');
+  EXPECT_EQ(DecodeFixed32(s.data()), 0x01020304u);
+  EXPECT_EQ(DecodeFixed64(s.data() + 4), 0x0102030405060708ull);
+  EXPECT_EQ(DecodeFixed(s.data(), 3), 0x020304u);
+  std::string v;
+  PutVarint64(&v, 300);
+  size_t pos = 0;
+  uint64_t out = 0;
+  ASSERT_TRUE(GetVarint64(v, &pos, &out));
+  EXPECT_EQ(out, 300u);
+  EXPECT_EQ(pos, 2u);
+  pos = 0;
+  EXPECT_FALSE(GetVarint64(v.substr(0, 1), &pos, &out));  // truncated
+}
+
+TEST(Hash, PersistedFinalizerIsPinned) {
+  // Murmur3Fmix64 is part of sketch scheme v2 (text/similarity.h): pinned.
+  EXPECT_EQ(Murmur3Fmix64(0), 0u);
+  EXPECT_EQ(Murmur3Fmix64(1), 0xB456BCFC34C2CB2CULL);
+  EXPECT_NE(SplitMix64(1), Murmur3Fmix64(1));
+}
+
+}  // namespace
+}  // namespace neardup
