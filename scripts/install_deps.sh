@@ -10,7 +10,8 @@
 #              PostgreSQL (bench/peers.sh, bench/serve_bench.sh)
 set -euo pipefail
 core=(build-essential cmake ninja-build pkg-config
-      libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev)
+      libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
+      zlib1g-dev libzstd-dev)
 service=(librocksdb-dev libhiredis-dev)
 test=(libgtest-dev libgmock-dev googletest libbenchmark-dev
       libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev

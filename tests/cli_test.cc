@@ -1,5 +1,6 @@
 // End-to-end tests of the `neardup` program (NEARDUP_CLI_PATH).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "util/compress.h"
 
 namespace {
 
@@ -151,12 +154,18 @@ TEST_F(CliTest, DedupSmallFile) {
   }
 }
 
-TEST_F(CliTest, QuietSuppressesSummaryButNotErrors) {
+TEST_F(CliTest, QuietSuppressesSummaryAndBadLinesButNotErrors) {
   WriteFile(Path("in.jsonl"), kSmall);
-  ASSERT_EQ(Run("dedup -q -i - -o -", Path("in.jsonl")), 0);
+  ASSERT_EQ(Run("dedup -i - -o -", Path("in.jsonl")), 0);
+  EXPECT_NE(err_.find("neardup: line 5: missing field \"text\""), std::string::npos) << err_;
+  ASSERT_EQ(Run("dedup -q -i - -o - --stats-json " + Path("s.json"), Path("in.jsonl")), 0);
   EXPECT_EQ(Lines(out_).size(), 3u);  // kept lines on stdout
-  EXPECT_EQ(err_.find("documents"), std::string::npos) << err_;
-  EXPECT_NE(err_.find("line 5"), std::string::npos) << err_;
+  EXPECT_EQ(err_, "");
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("s.json")))["bad_lines"], 3);  // the counts stay
+  EXPECT_EQ(Run("dedup -q -i " + Path("missing") + " -o -"), 1);
+  EXPECT_NE(err_.find("cannot open"), std::string::npos) << err_;
+  ASSERT_EQ(Run("fingerprint -q", Path("in.jsonl")), 0);
+  EXPECT_EQ(err_, "");
 }
 
 TEST_F(CliTest, StrictStopsAtFirstBadLine) {
@@ -276,3 +285,130 @@ TEST_F(CliTest, SampleLinesFormat) {
 }
 
 }  // namespace
+
+// ---- input robustness (issue 15) --------------------------------------------
+
+TEST_F(CliTest, GzipAndZstdInputGiveTheSameOutput) {
+  const std::string plain = ReadFile(kSample);
+  WriteFile(Path("in.gz"), neardup::testing::Gzip(plain));
+  WriteFile(Path("in.zst"), neardup::testing::Zstd(plain));
+  ASSERT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("u") + " -d " + Path("d")), 0) << err_;
+  const std::string kept = ReadFile(Path("u")), dups = ReadFile(Path("d"));
+  ASSERT_FALSE(dups.empty());
+  for (const char* name : {"in.gz", "in.zst"}) {
+    ASSERT_EQ(Run("dedup -q -i " + Path(name) + " -o " + Path("u2") + " -d " + Path("d2")), 0) << err_;
+    EXPECT_EQ(ReadFile(Path("u2")), kept) << name;
+    EXPECT_EQ(ReadFile(Path("d2")), dups) << name;
+    ASSERT_EQ(Run("fingerprint", Path(name)), 0) << err_;  // standard input too
+    const std::string fps = out_;
+    ASSERT_EQ(Run("fingerprint -i " + kSample), 0);
+    EXPECT_EQ(fps, out_) << name;
+    ASSERT_EQ(Run("idf build -i " + Path(name) + " -o " + Path("idf2")), 0) << err_;
+    ASSERT_EQ(Run("idf build -i " + kSample + " -o " + Path("idf1")), 0) << err_;
+    EXPECT_EQ(ReadFile(Path("idf1")), ReadFile(Path("idf2"))) << name;
+  }
+}
+
+TEST_F(CliTest, TruncatedGzipIsAnErrorExit) {
+  const std::string gz = neardup::testing::Gzip(ReadFile(kSample));
+  WriteFile(Path("cut.gz"), gz.substr(0, gz.size() / 2));
+  EXPECT_EQ(Run("dedup -q -i " + Path("cut.gz") + " -o " + Path("u")), 1);
+  EXPECT_NE(err_.find("truncated gzip stream"), std::string::npos) << err_;
+  EXPECT_EQ(Run("fingerprint", Path("cut.gz")), 1);
+  EXPECT_NE(err_.find("standard input: truncated gzip stream"), std::string::npos) << err_;
+}
+
+TEST_F(CliTest, RejectsFileHoldsEachBadLine) {
+  WriteFile(Path("in.jsonl"), std::string(kSmall) + "{\"id\":9,\"text\":\"bad \xff byte\"}\n");
+  ASSERT_EQ(Run("dedup -q -i " + Path("in.jsonl") + " -o " + Path("u") + " --rejects " + Path("r")), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("r")),
+            "{\"line\":5,\"error\":\"missing field \\\"text\\\"\",\"text\":\"{\\\"id\\\":4,\\\"body\\\":\\\"no text "
+            "field\\\"}\"}\n"
+            "{\"line\":7,\"error\":\"invalid JSON\",\"text\":\"not json at all\"}\n"
+            "{\"line\":8,\"error\":\"field \\\"id\\\" must be a string or number\",\"text\":"
+            "\"{\\\"id\\\":[7],\\\"text\\\":\\\"x\\\"}\"}\n"
+            "{\"line\":10,\"error\":\"invalid UTF-8\",\"text\":\"{\\\"id\\\":9,\\\"text\\\":\\\"bad \xef\xbf\xbd "
+            "byte\\\"}\"}\n");
+  // A rejects file that is the input is refused like any output.
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --rejects " + Path("in.jsonl")), 2);
+}
+
+// `n` bad lines, then `good` good ones.
+std::string BadThenGood(int n, int good) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "oops " + std::to_string(i) + "\n";
+  for (int i = 0; i < good; ++i) s += "{\"id\":" + std::to_string(i) + ",\"text\":\"doc " + std::to_string(i) + "\"}\n";
+  return s;
+}
+
+TEST_F(CliTest, MaxBadLinesStopsWithExitFour) {
+  WriteFile(Path("in.jsonl"), BadThenGood(5, 3));
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --max-bad-lines 4"), 4);
+  EXPECT_NE(err_.find("more than 4 bad lines (--max-bad-lines); stopped at line 5"), std::string::npos) << err_;
+  EXPECT_EQ(ReadFile(Path("u")), "");  // nothing after the stop
+  EXPECT_EQ(Run("fingerprint --max-bad-lines 4", Path("in.jsonl")), 4);
+  EXPECT_EQ(Run("idf build --max-bad-lines 4 -i " + Path("in.jsonl") + " -o " + Path("idf")), 4);
+  EXPECT_NE(err_.find("nothing written"), std::string::npos) << err_;
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --max-bad-lines 5"), 0) << err_;
+  EXPECT_EQ(Lines(ReadFile(Path("u"))).size(), 3u);
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --max-bad-lines 0"), 0) << err_;
+  // The default is 1000.
+  WriteFile(Path("many.jsonl"), BadThenGood(1001, 1));
+  EXPECT_EQ(Run("dedup -q -i " + Path("many.jsonl") + " -o " + Path("u")), 4);
+  WriteFile(Path("many.jsonl"), BadThenGood(1000, 1));
+  EXPECT_EQ(Run("dedup -q -i " + Path("many.jsonl") + " -o " + Path("u")), 0);
+}
+
+TEST_F(CliTest, EveryLineBadIsNotASuccess) {
+  WriteFile(Path("in.jsonl"), BadThenGood(3, 0) + "\n");
+  EXPECT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --max-bad-lines 0"), 4);
+  EXPECT_NE(err_.find("every line was bad (3)"), std::string::npos) << err_;
+  EXPECT_EQ(Run("fingerprint", Path("in.jsonl")), 4);
+  // A gzip file read as text was exactly this; now it is decompressed.
+  WriteFile(Path("in.gz"), neardup::testing::Gzip(BadThenGood(0, 2)));
+  EXPECT_EQ(Run("dedup -i " + Path("in.gz") + " -o " + Path("u")), 0) << err_;
+  // Empty input: nothing bad, nothing done, success.
+  WriteFile(Path("empty"), "");
+  EXPECT_EQ(Run("dedup -i " + Path("empty") + " -o " + Path("u")), 0) << err_;
+}
+
+TEST_F(CliTest, BadLineMessagesAreCapped) {
+  WriteFile(Path("in.jsonl"), BadThenGood(25, 1));
+  ASSERT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("u") + " --rejects " + Path("r")), 0) << err_;
+  size_t shown = 0;
+  for (const std::string& line : Lines(err_)) shown += line.rfind("neardup: line ", 0) == 0;
+  EXPECT_EQ(shown, 10u) << err_;
+  EXPECT_NE(err_.find("neardup: line 10: invalid JSON"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("neardup: 15 more bad lines not shown (all are in " + Path("r") + ")"), std::string::npos)
+      << err_;
+  EXPECT_EQ(Lines(ReadFile(Path("r"))).size(), 25u);
+}
+
+TEST_F(CliTest, DirectoryInputIsAUsageErrorAndCreatesNothing) {
+  ::mkdir(Path("dir").c_str(), 0755);
+  EXPECT_EQ(Run("dedup -i " + Path("dir") + " -o " + Path("u") + " -d " + Path("d") + " --rejects " + Path("r") +
+                " --stats-json " + Path("s")),
+            2);
+  EXPECT_NE(err_.find(Path("dir") + " is a directory"), std::string::npos) << err_;
+  for (const char* name : {"u", "d", "r", "s"}) EXPECT_NE(::access(Path(name).c_str(), F_OK), 0) << name;
+  EXPECT_EQ(Run("fingerprint -i " + Path("dir") + " -o " + Path("u")), 2);
+  EXPECT_NE(::access(Path("u").c_str(), F_OK), 0);
+  EXPECT_EQ(Run("idf build -i " + Path("dir") + " -o " + Path("u")), 2);
+}
+
+TEST_F(CliTest, MaxTextBytesCutsAndCounts) {
+  const std::string long_text(5000, 'w');
+  WriteFile(Path("in.jsonl"), "{\"id\":1,\"text\":\"" + long_text + " tail one\"}\n{\"id\":2,\"text\":\"" +
+                                  long_text + " other end\"}\n");
+  // Cut to the shared prefix, the two texts are equal.
+  ASSERT_EQ(Run("dedup -q -i " + Path("in.jsonl") + " -o " + Path("u") + " --max-text-bytes 4000 --stats-json " +
+                Path("s")),
+            0)
+      << err_;
+  auto stats = nlohmann::json::parse(ReadFile(Path("s")));
+  EXPECT_EQ(stats["truncated_texts"], 2);
+  EXPECT_EQ(stats["duplicates"], 1);
+  EXPECT_EQ(Lines(ReadFile(Path("u")))[0], Lines(ReadFile(Path("in.jsonl")))[0]);  // the whole line is kept
+  ASSERT_EQ(Run("dedup -q -i " + Path("in.jsonl") + " -o " + Path("u") + " --stats-json " + Path("s")), 0);
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("s")))["truncated_texts"], 0);
+}

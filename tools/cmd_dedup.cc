@@ -92,6 +92,7 @@ struct Counters {
   uint64_t lines = 0;
   uint64_t bad_lines = 0;
   uint64_t blank_lines = 0;
+  uint64_t truncated_texts = 0;  // cut to --max-text-bytes
 };
 
 void PrintProgress(const DedupStats& s, double seconds) {
@@ -117,6 +118,7 @@ nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double se
   j["lines"] = c.lines;
   j["bad_lines"] = c.bad_lines;
   j["blank_lines"] = c.blank_lines;
+  j["truncated_texts"] = c.truncated_texts;
   j["elapsed_seconds"] = seconds;
   j["docs_per_second"] = seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0;
   j["k"] = dedup.options().k;
@@ -161,12 +163,14 @@ int RunDedup(const DedupFlags& f) {
   Deduplicator& dedup = *created.value();
   const int threads = ResolveThreads(f.threads);
 
-  for (const std::string* path : {&f.output, &f.duplicates, &f.clusters, &f.stats_json}) {
+  for (const std::string* path : {&f.output, &f.duplicates, &f.clusters, &f.stats_json, &f.in.rejects}) {
     Status st = CheckNotInput(f.in.input, *path);
     if (!st.ok()) return Fail(st);
   }
   auto in = OpenInput(f.in.input);
   if (!in.ok()) return Fail(in.status());
+  BadLines bad;
+  if (Status st = bad.Open(f.in, f.quiet); !st.ok()) return Fail(st);
   auto out = OpenOutput(f.output);
   if (!out.ok()) return Fail(out.status());
   FilePtr dups, clusters_file, stats_file;
@@ -186,7 +190,7 @@ int RunDedup(const DedupFlags& f) {
     stats_file = std::move(r).value();
   }
 
-  RecordReader reader(in.value().get(), ToReaderOptions(f.in));
+  RecordReader reader(std::move(in).value(), ToReaderOptions(f.in));
   KeptIds kept_ids;
   Clusters clusters;
   Counters counters;
@@ -196,7 +200,7 @@ int RunDedup(const DedupFlags& f) {
   std::vector<DedupDecision> decisions;
   const bool progress = !f.quiet && StderrIsTerminal();
   double last_progress = 0;
-  bool stopped = false;  // --strict hit a bad line
+  bool stopped = false;  // too many bad lines (BadLines::Add)
 
   while (!stopped) {
     Status read = reader.ReadBatch(f.batch_size, threads, &batch);
@@ -213,13 +217,13 @@ int RunDedup(const DedupFlags& f) {
       }
       if (r.kind == InputRecord::Kind::kBad) {
         ++counters.bad_lines;
-        ReportBadLine(r);
-        if (f.in.strict) {
+        if (!bad.Add(r)) {
           stopped = true;
           break;
         }
         continue;
       }
+      counters.truncated_texts += r.truncated;
       texts.push_back(r.text());
       record_of.push_back(i);
     }
@@ -270,12 +274,8 @@ int RunDedup(const DedupFlags& f) {
     finish(std::move(stats_file), f.stats_json);
   }
   if (!f.quiet) PrintSummary(dedup, counters, seconds);
-  if (rc != kExitOk) return rc;
-  if (stopped) {
-    return Fail(Status::InvalidArgument("stopped at the first bad input line (--strict)"),
-                ErrorSource::kInputData);
-  }
-  return kExitOk;
+  const int bad_rc = bad.Finish(dedup.stats().documents);
+  return rc != kExitOk ? rc : bad_rc;
 }
 
 }  // namespace
@@ -311,7 +311,9 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--batch-size", f->batch_size, "Lines read and analyzed per batch")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24));
   cmd->add_option("--stats-json", f->stats_json, "Also write the final statistics as JSON to this file");
-  cmd->add_flag("-q,--quiet", f->quiet, "No progress line and no summary on stderr (errors still shown)");
+  cmd->add_flag("-q,--quiet", f->quiet,
+                "No progress line, summary or bad-line messages on stderr (errors still shown; the "
+                "counts are in --stats-json)");
   cmd->callback([f, exit_code] { *exit_code = RunDedup(*f); });
 }
 

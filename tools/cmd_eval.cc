@@ -85,7 +85,7 @@ std::string FamilyKey(const nlohmann::json& v) { return v.is_string() ? v.get<st
 Status ReadDocs(const EvalFlags& f, std::vector<Doc>* docs) {
   auto in = OpenInput(f.input);
   if (!in.ok()) return in.status();
-  LineReader lines(in.value().get());
+  LineReader lines(in.value().get());  // gzip/zstd decompressed
   std::string line;
   while (lines.Next(&line)) {
     if (IsBlankLine(line)) continue;

@@ -15,6 +15,7 @@ struct FingerprintCmdFlags {
   FingerprintFlags fp;
   std::string output = "-";
   int threads = 0;
+  bool quiet = false;
 };
 
 int RunFingerprint(const FingerprintCmdFlags& f) {
@@ -23,12 +24,17 @@ int RunFingerprint(const FingerprintCmdFlags& f) {
   const Fingerprinter& fpr = fingerprinter.value();
   const int threads = ResolveThreads(f.threads);
 
-  if (Status st = CheckNotInput(f.in.input, f.output); !st.ok()) return Fail(st);
+  for (const std::string* path : {&f.output, &f.in.rejects}) {
+    if (Status st = CheckNotInput(f.in.input, *path); !st.ok()) return Fail(st);
+  }
   auto in = OpenInput(f.in.input);
   if (!in.ok()) return Fail(in.status());
+  BadLines bad;
+  if (Status st = bad.Open(f.in, f.quiet); !st.ok()) return Fail(st);
   auto out = OpenOutput(f.output);
   if (!out.ok()) return Fail(out.status());
-  RecordReader reader(in.value().get(), ToReaderOptions(f.in));
+  RecordReader reader(std::move(in).value(), ToReaderOptions(f.in));
+  uint64_t documents = 0;
   std::vector<InputRecord> batch;
   std::vector<uint64_t> fps;
   std::vector<char> has;
@@ -51,25 +57,22 @@ int RunFingerprint(const FingerprintCmdFlags& f) {
       const InputRecord& r = batch[i];
       if (r.kind == InputRecord::Kind::kBlank) continue;
       if (r.kind == InputRecord::Kind::kBad) {
-        ReportBadLine(r);
-        if (f.in.strict) {
+        if (!bad.Add(r)) {
           stopped = true;
           break;
         }
         continue;
       }
+      ++documents;
       const std::string hex = has[i] ? FingerprintToHex(fps[i]) : "-";
       std::fprintf(out.value().get(), "%s\t%s\n", r.id.c_str(), hex.c_str());
     }
     if (std::ferror(out.value().get())) break;
   }
   Status finished = FinishOutput(std::move(out).value(), f.output);
+  const int bad_rc = bad.Finish(documents);
   if (!finished.ok()) return Fail(finished);
-  if (stopped) {
-    return Fail(Status::InvalidArgument("stopped at the first bad input line (--strict)"),
-                ErrorSource::kInputData);
-  }
-  return kExitOk;
+  return bad_rc;
 }
 
 }  // namespace
@@ -85,6 +88,7 @@ void AddFingerprintCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", f->output, "Where to write ('-' = stdout)");
   cmd->add_option("-t,--threads", f->threads, "Worker threads (0 = hardware concurrency)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_flag("-q,--quiet", f->quiet, "No bad-line messages on stderr (errors still shown)");
   cmd->callback([f, exit_code] { *exit_code = RunFingerprint(*f); });
 }
 

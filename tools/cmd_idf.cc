@@ -16,6 +16,7 @@ struct IdfBuildFlags {
   std::string output;
   uint32_t min_df = 2;
   int threads = 0;
+  bool quiet = false;
 };
 
 int RunIdfBuild(const IdfBuildFlags& f) {
@@ -24,16 +25,20 @@ int RunIdfBuild(const IdfBuildFlags& f) {
   const Fingerprinter& fpr = fingerprinter.value();
   const int threads = ResolveThreads(f.threads);
 
-  if (Status st = CheckNotInput(f.in.input, f.output); !st.ok()) return Fail(st);
+  for (const std::string* path : {&f.output, &f.in.rejects}) {
+    if (Status st = CheckNotInput(f.in.input, *path); !st.ok()) return Fail(st);
+  }
   auto in = OpenInput(f.in.input);
   if (!in.ok()) return Fail(in.status());
+  BadLines bad;
+  if (Status st = bad.Open(f.in, f.quiet); !st.ok()) return Fail(st);
   InputFlags in_flags = f.in;
   in_flags.id_field.clear();  // ids are not needed (nor required)
-  RecordReader reader(in.value().get(), ToReaderOptions(in_flags));
+  RecordReader reader(std::move(in).value(), ToReaderOptions(in_flags));
+  uint64_t documents = 0;
   IdfTable::Builder builder;
   std::vector<InputRecord> batch;
   std::vector<TextAnalysis> analyses;
-  uint64_t bad_lines = 0;
   bool stopped = false;
   while (!stopped) {
     Status read = reader.ReadBatch(4096, threads, &batch);
@@ -49,27 +54,27 @@ int RunIdfBuild(const IdfBuildFlags& f) {
       const InputRecord& r = batch[i];
       if (r.kind == InputRecord::Kind::kBlank) continue;
       if (r.kind == InputRecord::Kind::kBad) {
-        ++bad_lines;
-        ReportBadLine(r);
-        if (f.in.strict) {
+        if (!bad.Add(r)) {
           stopped = true;
           break;
         }
         continue;
       }
+      ++documents;
       builder.AddDocument(analyses[i].features);
     }
   }
-  if (stopped) {
-    return Fail(Status::InvalidArgument("stopped at the first bad input line (--strict); nothing written"),
-                ErrorSource::kInputData);
+  // A run that stopped, or saw only bad lines, writes no table.
+  if (int rc = bad.Finish(documents); rc != kExitOk) {
+    std::fputs("neardup: nothing written\n", stderr);
+    return rc;
   }
   auto table = builder.Build(f.min_df);
   Status saved = table->Save(f.output);
   if (!saved.ok()) return Fail(saved);
   std::printf("documents: %llu\ntokens: %llu\nbad lines: %llu\nwritten: %s\n",
               static_cast<unsigned long long>(table->num_documents()),
-              static_cast<unsigned long long>(table->size()), static_cast<unsigned long long>(bad_lines),
+              static_cast<unsigned long long>(table->size()), static_cast<unsigned long long>(bad.count()),
               f.output.c_str());
   return kExitOk;
 }
@@ -93,6 +98,7 @@ void AddIdfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", f->output, "IDF table file to write")->required();
   cmd->add_option("-t,--threads", f->threads, "Worker threads (0 = hardware concurrency)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_flag("-q,--quiet", f->quiet, "No bad-line messages on stderr (errors still shown)");
   cmd->callback([f, exit_code] { *exit_code = RunIdfBuild(*f); });
 }
 

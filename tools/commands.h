@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "io/input_stream.h"
 #include "io/jsonl.h"
 #include "neardup/text/fingerprint.h"
 #include "neardup/text/idf.h"
@@ -32,20 +33,29 @@ inline constexpr const char* kVersion = "0.1.0";
 
 enum ExitCode : int {
   kExitOk = 0,        // success (skipped bad lines are reported, still 0)
-  kExitError = 1,     // I/O error, corrupt file, internal error
-  kExitUsage = 2,     // bad command line or option value
+  kExitError = 1,     // I/O error, corrupt or truncated file, internal error
+  kExitUsage = 2,     // bad command line or option value, a directory as --input
   kExitBadInput = 3,  // a bad input line under --strict
+  // More bad lines than --max-bad-lines, or every non-blank line was bad:
+  // the input is probably not what the command expects (wrong format or
+  // field names), so the run is not a success.
+  kExitTooManyBadLines = 4,
 };
 
-// What a failing Status was about: the command line / files named on it, or
-// the records of the input data.
-enum class ErrorSource { kSetup, kInputData };
+// What a failing Status was about: the command line / files named on it,
+// one record of the input data (--strict), or the input's bad lines as a
+// whole (tools/bad_lines.h).
+enum class ErrorSource { kSetup, kInputData, kBadLines };
 
 // The one place a Status becomes an exit code.
 inline int ExitCodeFor(const Status& status, ErrorSource source = ErrorSource::kSetup) {
   if (status.ok()) return kExitOk;
   if (status.code() == Status::Code::kInvalidArgument) {
-    return source == ErrorSource::kInputData ? kExitBadInput : kExitUsage;
+    switch (source) {
+      case ErrorSource::kSetup: return kExitUsage;
+      case ErrorSource::kInputData: return kExitBadInput;
+      case ErrorSource::kBadLines: return kExitTooManyBadLines;
+    }
   }
   return kExitError;
 }
@@ -171,6 +181,9 @@ struct InputFlags {
   std::string id_field = "id";
   std::string text_field = "text";
   bool strict = false;
+  std::string rejects;          // --rejects: bad lines as JSONL; empty: none
+  uint64_t max_bad_lines = 1000;  // 0: no limit
+  size_t max_text_bytes = size_t{1} << 20;  // 0: no limit
 };
 
 // `input_help` describes --input; with_id adds --id-field.
@@ -191,6 +204,16 @@ inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input
   cmd->add_flag("--strict", f->strict,
                 "Stop at the first bad input line with exit code 3 (default: report it on "
                 "stderr, skip it, go on)");
+  cmd->add_option("--rejects", f->rejects,
+                  "Write each bad line as JSONL: {\"line\", \"error\", \"text\"} (the raw line)");
+  cmd->add_option("--max-bad-lines", f->max_bad_lines,
+                  "Stop with exit code 4 at the bad line after this many (0 = no limit); a run where "
+                  "every line is bad also exits 4")
+      ->capture_default_str();
+  cmd->add_option("--max-text-bytes", f->max_text_bytes,
+                  "Analyze at most this many bytes of each text (cut at a UTF-8 boundary; "
+                  "0 = no limit); outputs still copy the whole line")
+      ->capture_default_str();
 }
 
 inline RecordReaderOptions ToReaderOptions(const InputFlags& f) {
@@ -198,6 +221,7 @@ inline RecordReaderOptions ToReaderOptions(const InputFlags& f) {
   options.format = f.format == "lines" ? InputFormat::kLines : InputFormat::kJsonl;
   options.id_field = f.id_field;
   options.text_field = f.text_field;
+  options.max_text_bytes = f.max_text_bytes;
   return options;
 }
 
@@ -215,12 +239,11 @@ struct FileCloser {
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
-// '-' means stdin.
-inline Result<FilePtr> OpenInput(const std::string& path) {
-  if (path == "-") return FilePtr(stdin);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
-  return FilePtr(f);
+// '-' means stdin; gzip and zstd are decompressed (io/input_stream.h). A
+// directory is a usage error. Commands open their input before creating any
+// output, so a wrong --input leaves no file behind.
+inline Result<std::unique_ptr<InputStream>> OpenInput(const std::string& path) {
+  return InputStream::Open(path);
 }
 
 // True if both paths name the same existing file (never for '-').
@@ -259,14 +282,10 @@ inline Status FinishOutput(FilePtr file, const std::string& path) {
   return Status::OK();
 }
 
-// "neardup: line N: <error>" for a bad input line.
-inline void ReportBadLine(const InputRecord& r) {
-  std::fprintf(stderr, "neardup: line %llu: %s\n", static_cast<unsigned long long>(r.line_number),
-               r.error.c_str());
-}
-
 inline bool StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 }  // namespace neardup::cli
+
+#include "bad_lines.h"  // IWYU pragma: export (uses the pieces above)
 
 #endif  // NEARDUP_TOOLS_COMMANDS_H_

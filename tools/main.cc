@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success (bad input lines skipped and reported still count as success), "
-      "1 I/O or internal error, 2 usage error, 3 bad input line with --strict.\n"
+      "1 I/O or internal error, 2 usage error, 3 bad input line with --strict, "
+      "4 too many bad lines (--max-bad-lines, or every line bad).\n"
       "Run 'neardup COMMAND --help' for a command's options; see docs/cli.md.");
 
   int exit_code = kExitOk;

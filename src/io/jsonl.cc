@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -123,6 +124,17 @@ JsonlParser::JsonlParser(JsonlParser&&) noexcept = default;
 JsonlParser& JsonlParser::operator=(JsonlParser&&) noexcept = default;
 
 bool JsonlParser::Parse(std::string_view line, JsonlRecord* out, std::string* error) {
+  const bool ok = ParseImpl(line, out, error);
+  // simdjson sizes its scratch to the longest document seen (several bytes
+  // per input byte) and parsers are pooled: after a huge line, start over.
+  if (line.size() > (size_t{1} << 20)) {
+    impl_->buffer = std::vector<char>();
+    impl_->parser = od::parser();
+  }
+  return ok;
+}
+
+bool JsonlParser::ParseImpl(std::string_view line, JsonlRecord* out, std::string* error) {
   out->id.clear();
   out->text.clear();
   auto& buffer = impl_->buffer;
@@ -235,7 +247,15 @@ bool IsBlankLine(std::string_view line) { return StripTrailingWhitespace(line).e
 
 // ---- LineReader ------------------------------------------------------------
 
-LineReader::LineReader(std::FILE* in) : in_(in), buf_(size_t{1} << 16) {}  // grows for longer lines
+namespace {
+// The line buffer's usual size; it grows for a longer line and shrinks back
+// afterwards, so one long line does not pin its memory for the whole run.
+constexpr size_t kLineBufferSize = size_t{1} << 16;
+}  // namespace
+
+LineReader::LineReader(std::FILE* in)
+    : owned_(InputStream::FromFile(in, "input")), in_(owned_.get()), buf_(kLineBufferSize) {}
+LineReader::LineReader(InputStream* in) : in_(in), buf_(kLineBufferSize) {}
 
 bool LineReader::Fill() {
   if (eof_) return false;
@@ -245,17 +265,28 @@ bool LineReader::Fill() {
     pos_ = 0;
   }
   if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
-  const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
+  size_t n = 0;
+  status_ = in_->Read(buf_.data() + end_, buf_.size() - end_, &n);
   end_ += n;
   if (n == 0) {
     eof_ = true;
-    if (std::ferror(in_)) status_ = Status::IOError(std::string("read failed: ") + std::strerror(errno));
     return false;
   }
   return true;
 }
 
+// After a long line, gives the grown buffer back once what is pending fits.
+void LineReader::MaybeShrink() {
+  if (buf_.size() <= kLineBufferSize || end_ - pos_ > kLineBufferSize / 2) return;
+  std::vector<char> small(kLineBufferSize);
+  std::memcpy(small.data(), buf_.data() + pos_, end_ - pos_);
+  end_ -= pos_;
+  pos_ = 0;
+  buf_.swap(small);
+}
+
 bool LineReader::Next(std::string* line) {
+  MaybeShrink();
   size_t scanned = pos_;
   for (;;) {
     const char* nl = static_cast<const char*>(std::memchr(buf_.data() + scanned, '\n', end_ - scanned));
@@ -281,6 +312,8 @@ bool LineReader::Next(std::string* line) {
 
 RecordReader::RecordReader(std::FILE* in, RecordReaderOptions options)
     : options_(std::move(options)), lines_(in) {}
+RecordReader::RecordReader(std::unique_ptr<InputStream> in, RecordReaderOptions options)
+    : options_(std::move(options)), stream_(std::move(in)), lines_(stream_.get()) {}
 RecordReader::~RecordReader() = default;
 
 std::unique_ptr<JsonlParser> RecordReader::AcquireParser() {
@@ -300,14 +333,71 @@ void RecordReader::ReleaseParser(std::unique_ptr<JsonlParser> parser) {
   parsers_.push_back(std::move(parser));
 }
 
+size_t Utf8PrefixLength(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text.size();
+  size_t n = max_bytes;
+  // Back over continuation bytes (10xxxxxx) to the start of the sequence
+  // that crosses the limit; at most 3 (more means invalid UTF-8: cut anyway).
+  for (int i = 0; i < 3 && n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80; ++i) --n;
+  return n;
+}
+
+void RecordReader::CutText(InputRecord* r) const {
+  const size_t limit = options_.max_text_bytes == 0 ? SIZE_MAX : options_.max_text_bytes;
+  if (r->text_is_line) {
+    r->line_text_size = Utf8PrefixLength(r->line, limit);
+    r->truncated = r->line_text_size < r->line.size();
+    return;
+  }
+  const size_t n = Utf8PrefixLength(r->parsed_text, limit);
+  r->truncated = n < r->parsed_text.size();
+  if (r->truncated) {
+    r->parsed_text.resize(n);
+    r->parsed_text.shrink_to_fit();  // the rest would stay allocated for the batch
+  }
+}
+
+// Records reuse their strings' capacity across batches, but not a huge one.
+static void ReleaseIfHuge(std::string* s) {
+  if (s->capacity() > (size_t{1} << 20)) std::string().swap(*s);
+}
+
+void RecordReader::ParseLines(size_t begin, size_t end, std::vector<InputRecord>* batch) {
+  auto parser = AcquireParser();
+  JsonlRecord record;
+  for (size_t i = begin; i < end; ++i) {
+    InputRecord& r = (*batch)[i];
+    r.text_is_line = false;
+    r.truncated = false;
+    r.error.clear();
+    if (IsBlankLine(r.line)) {
+      r.kind = InputRecord::Kind::kBlank;
+      r.id.clear();
+      r.parsed_text.clear();
+      continue;
+    }
+    record.id.swap(r.id);
+    record.text.swap(r.parsed_text);
+    const bool ok = parser->Parse(r.line, &record, &r.error);
+    r.id.swap(record.id);
+    r.parsed_text.swap(record.text);
+    r.kind = ok ? InputRecord::Kind::kDocument : InputRecord::Kind::kBad;
+    if (ok && options_.id_field.empty()) r.id = std::to_string(r.line_number);
+    if (ok) CutText(&r);
+  }
+  ReleaseParser(std::move(parser));
+}
+
 Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch) {
   if (max_lines == 0) max_lines = 1;
-  // Reuse the records' string capacity across batches.
   if (batch->size() < max_lines) batch->resize(max_lines);
   size_t n = 0;
-  while (n < max_lines && lines_.Next(&(*batch)[n].line)) {
-    (*batch)[n].line_number = lines_.line_number();
-    ++n;
+  for (; n < max_lines; ++n) {
+    InputRecord& r = (*batch)[n];
+    ReleaseIfHuge(&r.line);
+    ReleaseIfHuge(&r.parsed_text);
+    if (!lines_.Next(&r.line)) break;
+    r.line_number = lines_.line_number();
   }
   batch->resize(n);
   NEARDUP_RETURN_IF_ERROR(lines_.status());
@@ -318,32 +408,11 @@ Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputR
       r.error.clear();
       r.parsed_text.clear();
       r.text_is_line = true;
+      CutText(&r);
     }
     return Status::OK();
   }
-  ParallelFor(n, threads, [&](size_t begin, size_t end) {
-    auto parser = AcquireParser();
-    JsonlRecord record;
-    for (size_t i = begin; i < end; ++i) {
-      InputRecord& r = (*batch)[i];
-      r.text_is_line = false;
-      r.error.clear();
-      if (IsBlankLine(r.line)) {
-        r.kind = InputRecord::Kind::kBlank;
-        r.id.clear();
-        r.parsed_text.clear();
-        continue;
-      }
-      record.id.swap(r.id);
-      record.text.swap(r.parsed_text);
-      const bool ok = parser->Parse(r.line, &record, &r.error);
-      r.id.swap(record.id);
-      r.parsed_text.swap(record.text);
-      r.kind = ok ? InputRecord::Kind::kDocument : InputRecord::Kind::kBad;
-      if (ok && options_.id_field.empty()) r.id = std::to_string(r.line_number);
-    }
-    ReleaseParser(std::move(parser));
-  });
+  ParallelFor(n, threads, [&](size_t begin, size_t end) { ParseLines(begin, end, batch); });
   return Status::OK();
 }
 

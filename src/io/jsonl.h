@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/input_stream.h"
 #include "neardup/util/status.h"
 
 namespace neardup {
@@ -57,6 +58,7 @@ class JsonlParser {
   const std::string& text_field() const { return text_field_; }
 
  private:
+  bool ParseImpl(std::string_view line, JsonlRecord* out, std::string* error);
   struct Impl;
   std::string id_field_;
   std::string text_field_;
@@ -67,9 +69,13 @@ class JsonlParser {
 bool IsBlankLine(std::string_view line);
 
 // Splits a stream into lines ('\n'-terminated; the last line may lack it).
+// gzip/zstd data is decompressed (io/input_stream.h). Memory: one buffer
+// holding the current line, shrunk back after a long line, plus the
+// caller's copy of the line.
 class LineReader {
  public:
-  explicit LineReader(std::FILE* in);  // not owned
+  explicit LineReader(std::FILE* in);       // not owned
+  explicit LineReader(InputStream* in);     // not owned
   // Replaces *line with the next line, without its '\n'. False at end of
   // input or on a read error (see status()).
   bool Next(std::string* line);
@@ -79,7 +85,9 @@ class LineReader {
 
  private:
   bool Fill();
-  std::FILE* in_;
+  void MaybeShrink();
+  std::unique_ptr<InputStream> owned_;  // with the FILE* constructor
+  InputStream* in_;
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
   bool eof_ = false;
@@ -99,24 +107,38 @@ struct InputRecord {
   std::string line;          // raw line bytes without '\n'
   std::string id;            // raw JSON id token (jsonl) or the line number (lines)
   std::string error;         // kBad only
-  // The document text: the unescaped field (jsonl) or the line (lines).
-  std::string_view text() const { return text_is_line ? std::string_view(line) : parsed_text; }
+  // The document text: the unescaped field (jsonl) or the line (lines), cut
+  // to RecordReaderOptions::max_text_bytes.
+  std::string_view text() const {
+    return text_is_line ? std::string_view(line).substr(0, line_text_size) : std::string_view(parsed_text);
+  }
+  bool truncated = false;  // text() is a prefix of the document's text
 
   std::string parsed_text;
   bool text_is_line = false;
+  size_t line_text_size = 0;  // text_is_line only
 };
+
+// The length of the longest prefix of `text` of at most max_bytes bytes that
+// does not end inside a UTF-8 sequence.
+size_t Utf8PrefixLength(std::string_view text, size_t max_bytes);
 
 struct RecordReaderOptions {
   InputFormat format = InputFormat::kJsonl;
   // Empty: JSONL ids are not read; every record's id is its line number.
   std::string id_field = "id";
   std::string text_field = "text";
+  // Texts longer than this are cut (at a UTF-8 boundary) before anyone
+  // analyzes them, so one huge document cannot take the memory of the run;
+  // InputRecord::truncated tells. 0: no limit.
+  size_t max_text_bytes = size_t{1} << 20;
 };
 
 // Reads lines in batches and parses them in parallel.
 class RecordReader {
  public:
   RecordReader(std::FILE* in, RecordReaderOptions options);  // `in` not owned
+  RecordReader(std::unique_ptr<InputStream> in, RecordReaderOptions options);
   ~RecordReader();
 
   // Replaces *batch with the next (up to) max_lines lines, parsed on up to
@@ -130,7 +152,11 @@ class RecordReader {
   std::unique_ptr<JsonlParser> AcquireParser();
   void ReleaseParser(std::unique_ptr<JsonlParser> parser);
 
+  void ParseLines(size_t begin, size_t end, std::vector<InputRecord>* batch);
+  void CutText(InputRecord* r) const;
+
   RecordReaderOptions options_;
+  std::unique_ptr<InputStream> stream_;  // may be null (FILE* constructor)
   LineReader lines_;
   std::mutex mu_;
   std::vector<std::unique_ptr<JsonlParser>> parsers_;  // idle, guarded by mu_
