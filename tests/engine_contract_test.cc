@@ -334,6 +334,18 @@ TEST_P(EngineContractTest, SettingsRoundTrip) {
   scheme.tokenizer = "icu-words";
   EXPECT_EQ(engine_->PutNamespace(ns, scheme, &created).code(), Status::Code::kFailedPrecondition);
   EXPECT_EQ(engine_->GetNamespace(ns)->settings, s);
+  // So is a change of the duplicate rule (k, recheck); retention and max_matches still change.
+  for (auto change : {+[](NamespaceSettings& x) { x.k = 4; }, +[](NamespaceSettings& x) { x.recheck.enabled = false; },
+                      +[](NamespaceSettings& x) { x.recheck.anchors = 0; }}) {
+    NamespaceSettings decision = s;
+    change(decision);
+    EXPECT_EQ(engine_->PutNamespace(ns, decision, &created).code(), Status::Code::kFailedPrecondition);
+  }
+  EXPECT_EQ(engine_->GetNamespace(ns)->settings, s);
+  s.retention_seconds = 600;
+  s.max_matches = 2;
+  ASSERT_TRUE(engine_->PutNamespace(ns, s, &created).ok());
+  EXPECT_EQ(engine_->GetNamespace(ns)->settings, s);
   // Invalid settings.
   NamespaceSettings bad = s;
   bad.k = 9;

@@ -310,6 +310,72 @@ TEST_F(HttpApiTest, BadSettingsAre400) {
   EXPECT_TRUE(engine_->ListNamespaces().empty());
 }
 
+TEST_F(HttpApiTest, DuplicateKeysAre400) {
+  struct Case {
+    const char* method;
+    const char* path;
+    const char* body;
+    const char* key;
+  };
+  for (const Case& c : {Case{"POST", "/v1/namespaces/a/check", R"({"id": "a", "id": "b", "text": "x"})", "id"},
+                        Case{"POST", "/v1/namespaces/a/insert", R"({"id": "a", "text": "x", "text": "y"})", "text"},
+                        Case{"POST", "/v1/namespaces/a/batch",
+                             R"({"documents": [{"id": "a", "text": "x", "timestamp": 1, "timestamp": 2}]})",
+                             "timestamp"},
+                        Case{"POST", "/v1/namespaces/a/batch", R"({"documents": [], "documents": []})", "documents"},
+                        Case{"PUT", "/v1/namespaces/a", R"({"k": 2, "k": 4})", "k"},
+                        Case{"PUT", "/v1/namespaces/a", R"({"recheck": {"anchors": 1, "anchors": 2}})", "anchors"}}) {
+    const std::string msg = ExpectError(c.method, c.path, c.body, 400, "invalid_argument");
+    EXPECT_NE(msg.find("repeats the key \"" + std::string(c.key) + "\""), std::string::npos) << c.body << " -> " << msg;
+  }
+  EXPECT_TRUE(engine_->ListNamespaces().empty());
+  // The same key in different objects is no repeat.
+  int status = 0;
+  CallJson("POST", "/v1/namespaces/a/batch", R"({"documents": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]})",
+           &status);
+  EXPECT_EQ(status, 200) << last_.body;
+}
+
+TEST_F(HttpApiTest, DotNamespacesAre400) {
+  for (const std::string& ns : {std::string("."), std::string(".."), std::string("..."), std::string("%2E"),
+                                std::string("%2e%2E"), std::string(".%2E")}) {
+    const std::string msg = ExpectError("PUT", "/v1/namespaces/" + ns, "{}", 400, "invalid_argument");
+    EXPECT_NE(msg.find("dots only"), std::string::npos) << ns << " -> " << msg;
+    ExpectError("POST", "/v1/namespaces/" + ns + "/check", json({{"id", "x"}, {"text", kFox}}).dump(), 400,
+                "invalid_argument");
+  }
+  EXPECT_TRUE(engine_->ListNamespaces().empty());
+  // Dots among other characters are fine.
+  int status = 0;
+  CallJson("PUT", "/v1/namespaces/.hidden..x.", "{}", &status);
+  EXPECT_EQ(status, 201) << last_.body;
+}
+
+TEST_F(HttpApiTest, HugeRetentionsAndTimestampsAre400) {
+  // 2^62 and 2^63-1 s: in milliseconds they overflow int64 (issue 15).
+  for (const char* body : {R"({"retention_seconds": 4611686018427387904})",
+                           R"({"retention_seconds": 9223372036854775807})",
+                           R"({"retention_seconds": 9223372036854775808})",
+                           R"({"retention_seconds": 1099511627777})"}) {
+    const std::string msg = ExpectError("PUT", "/v1/namespaces/news", body, 400, "invalid_argument");
+    EXPECT_NE(msg.find("retention_seconds"), std::string::npos) << body << " -> " << msg;
+  }
+  int status = 0;
+  CallJson("PUT", "/v1/namespaces/news", R"({"retention_seconds": 1099511627776})", &status);  // 2^40: the cap
+  EXPECT_EQ(status, 201) << last_.body;
+  for (const char* ts : {"9223372036854775807", "-9223372036854775808", "18446744073709551615", "-1",
+                         "253402300800000", "1e300"}) {
+    const std::string body = std::string(R"({"id": "t", "text": "some text", "timestamp": )") + ts + "}";
+    const std::string msg = ExpectError("POST", "/v1/namespaces/news/check", body, 400, "invalid_argument");
+    EXPECT_NE(msg.find("timestamp"), std::string::npos) << ts << " -> " << msg;
+  }
+  // At the cap, a document at the largest timestamp is stored and found: nothing overflowed.
+  json r = Check("news", {{"id", "late"}, {"text", kFox}, {"timestamp", 253402300799999LL}});
+  EXPECT_TRUE(r["stored"]) << r.dump();
+  r = Check("news", {{"id", "q"}, {"text", kFox}}, "query");
+  EXPECT_TRUE(r["duplicate"]) << r.dump();
+}
+
 TEST_F(HttpApiTest, UnknownQueryParametersAre400) {
   std::string msg = ExpectError("POST", "/v1/namespaces/a/check?mode=query",
                                 json({{"id", "x"}, {"text", kFox}}).dump(), 400, "invalid_argument");
@@ -354,19 +420,26 @@ TEST_F(HttpApiTest, SchemeChangeOfNonEmptyNamespaceIs409) {
   Check("news", {{"id", "a"}, {"text", kFox}});
   std::string msg = ExpectError("PUT", "/v1/namespaces/news", R"({"tokenizer": "icu-words"})", 409,
                                 "failed_precondition");
-  EXPECT_NE(msg.find("changing tokenizer, cjk_ngram or shingle_size would mix fingerprint or sketch schemes"),
-            std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("holds documents: changing tokenizer would"), std::string::npos) << msg;
   ExpectError("PUT", "/v1/namespaces/news", R"({"cjk_ngram": 2})", 409, "failed_precondition");
-  // shingle_size changes every sketch: refused too (threshold may change, below).
-  msg = ExpectError("PUT", "/v1/namespaces/news", R"({"shingle_size": 4})", 409, "failed_precondition");
-  EXPECT_NE(msg.find("sketch schemes"), std::string::npos) << msg;
-  // k, threshold, retention and max_matches may change at any time; other settings are kept.
-  json j = CallJson("PUT", "/v1/namespaces/news", R"({"k": 5, "max_matches": 3, "threshold": 0.8})", &status);
+  // Every setting that changes fingerprints, sketches or the duplicate rule is refused, named in the message.
+  for (const char* body : {R"({"shingle_size": 4})", R"({"k": 5})", R"({"threshold": 0.8})",
+                           R"({"recheck": {"enabled": false}})", R"({"recheck": {"short_k": 4}})",
+                           R"({"recheck": {"short_max_chars": 10}})", R"({"recheck": {"anchors": 0}})",
+                           R"({"recheck": {"anchor_max_postings": 5}})"}) {
+    msg = ExpectError("PUT", "/v1/namespaces/news", body, 409, "failed_precondition");
+    const std::string field = json::parse(body).flatten().begin().key().substr(1);
+    std::string dotted = field;
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    EXPECT_NE(msg.find("changing " + dotted + " would"), std::string::npos) << body << " -> " << msg;
+  }
+  // The same values again are no change; retention and max_matches may change at any time.
+  json j = CallJson("PUT", "/v1/namespaces/news", R"({"k": 3, "max_matches": 3, "retention_seconds": 60})",
+                    &status);
   EXPECT_EQ(status, 200) << last_.body;
-  EXPECT_EQ(j["settings"]["k"], 5);
+  EXPECT_EQ(j["settings"]["k"], 3);
   EXPECT_EQ(j["settings"]["max_matches"], 3);
-  EXPECT_EQ(j["settings"]["threshold"], 0.8);
+  EXPECT_EQ(j["settings"]["retention_seconds"], 60);
   EXPECT_EQ(j["settings"]["cjk_ngram"], 3);
   EXPECT_EQ(j["settings"]["shingle_size"], 3);
   EXPECT_EQ(j["stats"]["documents"], 1);

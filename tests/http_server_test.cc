@@ -385,5 +385,78 @@ TEST_F(HttpServerTest, StopAnswersRequestsInFlightThenServeReturns) {
   }
 }
 
+// Issue 15: a client holding the limit's worth of idle keep-alive sockets
+// locked every other client out. Idle connections now make room: each good
+// request on a new connection succeeds while the idle ones are still open.
+TEST_F(HttpServerTest, IdleConnectionsMakeRoomAtTheLimit) {
+  HttpServerOptions so;
+  so.max_connections = 20;
+  so.keep_alive_timeout_seconds = 60;  // the idle timeout must not be what frees them
+  // Two event loops (the default): a good request may land on a loop holding
+  // none of the idle sockets, which must then have the other loop close one.
+  Start(so);
+  std::vector<int> idle;
+  for (int i = 0; i < so.max_connections; ++i) {
+    idle.push_back(Connect());
+    SendAll(idle.back(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");  // kept alive afterwards
+    ASSERT_EQ(ReadAnswers(idle.back(), 1).rfind("HTTP/1.1 200", 0), 0u);
+  }
+  // Every loop's tick (0.5 s) has counted its idle connections.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  for (int i = 0; i < 2 * so.max_connections; ++i) {
+    const int fd = Connect();
+    SendAll(fd, Check("g" + std::to_string(i), "good request number " + std::to_string(i) + " arrives"));
+    const std::string in = ReadAnswers(fd, 1);
+    EXPECT_EQ(in.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << in;
+    ::close(fd);
+  }
+  for (int fd : idle) ::close(fd);
+}
+
+// With every connection busy, a newcomer gets a 503 it can read, not a reset;
+// once the busy ones are answered, new connections are served again.
+TEST_F(HttpServerTest, OverTheLimitIsA503) {
+  GateEngine gate(*engine_);
+  HttpServerOptions so;
+  so.max_connections = 6;
+  StartOver(gate, so);
+  std::vector<int> busy;
+  for (int i = 0; i < so.max_connections; ++i) {
+    busy.push_back(Connect());
+    SendAll(busy.back(), Check("b" + std::to_string(i), "busy request " + std::to_string(i) + " held"));
+  }
+  ASSERT_TRUE(gate.WaitUntilHeld(so.max_connections));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // a tick: nothing is idle
+  for (int i = 0; i < 3; ++i) {
+    const int fd = Connect();
+    SendAll(fd, Check("o" + std::to_string(i), "one too many"));
+    bool closed = false;
+    const std::string in = ReadAnswers(fd, 1, &closed);
+    EXPECT_EQ(in.rfind("HTTP/1.1 503", 0), 0u) << in;
+    EXPECT_NE(in.find("Connection: close\r\n"), std::string::npos) << in;
+    EXPECT_NE(in.find(R"({"error":{"code":"unavailable","message":"too many connections"}})"), std::string::npos)
+        << in;
+    std::string rest;
+    rawsock::ReadUntil(fd, &rest, [](const std::string&) { return false; }, std::chrono::seconds(5), &closed);
+    EXPECT_TRUE(closed) << "the server closes a refused connection";
+    ::close(fd);
+  }
+  gate.Release();
+  for (int fd : busy) {
+    EXPECT_EQ(ReadAnswers(fd, 1).rfind("HTTP/1.1 200", 0), 0u);
+    ::close(fd);
+  }
+  // Room again (closing is asynchronous: bounded retries).
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    const int fd = Connect();
+    SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    served = ReadAnswers(fd, 1).rfind("HTTP/1.1 200", 0) == 0;
+    ::close(fd);
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served);
+}
+
 }  // namespace
 }  // namespace neardup

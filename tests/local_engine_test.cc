@@ -366,10 +366,19 @@ TEST_F(LocalEngineTest, SettingsChangesThatMixSchemesAreRefused) {
   s.tokenizer = "icu-words";
   bool created = true;
   EXPECT_EQ(engine_->PutNamespace("n", s, &created).code(), Status::Code::kFailedPrecondition);
+  // k and threshold change decisions: refused too; retention and max_matches do not.
   NamespaceSettings k5;
   k5.k = 5;
-  EXPECT_TRUE(engine_->PutNamespace("n", k5, &created).ok());
+  EXPECT_EQ(engine_->PutNamespace("n", k5, &created).code(), Status::Code::kFailedPrecondition);
+  NamespaceSettings strict;
+  strict.recheck.threshold = 0.9;
+  EXPECT_EQ(engine_->PutNamespace("n", strict, &created).code(), Status::Code::kFailedPrecondition);
+  NamespaceSettings longer;
+  longer.retention_seconds = 7 * 86400;
+  longer.max_matches = 3;
+  EXPECT_TRUE(engine_->PutNamespace("n", longer, &created).ok());
   EXPECT_FALSE(created);
+  EXPECT_EQ(engine_->GetNamespace("n")->settings, longer);
   ASSERT_TRUE(engine_->DeleteNamespace("n").ok());
   EXPECT_EQ(engine_->GetNamespace("n").status().code(), Status::Code::kNotFound);
   EXPECT_TRUE(engine_->PutNamespace("n", s, &created).ok());  // empty again: any scheme
@@ -416,6 +425,15 @@ TEST(NamespaceSettingsJson, ParsesSubsetsAndRejectsUnknownFields) {
   EXPECT_FALSE(NamespaceSettings::FromJson(R"({"color": 1})", {}).ok());
   EXPECT_FALSE(NamespaceSettings::FromJson(R"([1])", {}).ok());
   EXPECT_FALSE(NamespaceSettings::FromJson("{", {}).ok());
+  // A repeated key is refused, not read as its last value (the engine API, not only HTTP).
+  auto twice = NamespaceSettings::FromJson(R"({"k": 2, "k": 4})", {});
+  EXPECT_EQ(twice.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("\"k\""), std::string::npos) << twice.status().ToString();
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"recheck": {"anchors": 1}, "recheck": {"anchors": 2}})", {}).ok());
+  // Retention near 2^63 s would overflow in milliseconds: capped at 2^40 s.
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"retention_seconds": 9223372036854775807})", {}).ok());
+  EXPECT_FALSE(NamespaceSettings::FromJson(R"({"retention_seconds": 4611686018427387904})", {}).ok());
+  EXPECT_TRUE(NamespaceSettings::FromJson(R"({"retention_seconds": 1099511627776})", {}).ok());
   auto round = NamespaceSettings::FromJson(s->ToJson(), {});
   ASSERT_TRUE(round.ok());
   EXPECT_EQ(*round, *s);

@@ -221,15 +221,26 @@ TEST_F(RedisEngineTest, NamespacesAreSharedAndSeparate) {
   auto elsewhere = e2->Check(other, {"x", kText, std::nullopt}, CheckMode::kCheckAndInsert);
   ASSERT_TRUE(elsewhere.ok());
   EXPECT_TRUE(elsewhere->stored);
-  // Settings: k within the layout is fine; past it, or a scheme change with documents, is refused.
-  s.k = 3;
-  ASSERT_TRUE(e2->PutNamespace(ns, s, &created).ok());
+  // Settings of an empty namespace: k within the layout is fine, past it refused.
+  const std::string empty = UniqueNs("ns");
+  NamespaceSettings e;
+  e.k = 2;
+  ASSERT_TRUE(e1->PutNamespace(empty, e, &created).ok());
+  e.k = 3;
+  ASSERT_TRUE(e2->PutNamespace(empty, e, &created).ok());
   EXPECT_FALSE(created);
-  s.k = 6;
-  EXPECT_EQ(e2->PutNamespace(ns, s, &created).code(), Status::Code::kFailedPrecondition);
+  e.k = 6;
+  EXPECT_EQ(e2->PutNamespace(empty, e, &created).code(), Status::Code::kFailedPrecondition);
+  // With documents a decision setting (k, tokenizer) is refused; retention may change.
   s.k = 3;
+  EXPECT_EQ(e2->PutNamespace(ns, s, &created).code(), Status::Code::kFailedPrecondition);
+  s.k = 2;
   s.tokenizer = "icu-words";
   EXPECT_EQ(e2->PutNamespace(ns, s, &created).code(), Status::Code::kFailedPrecondition);
+  s.tokenizer = "mixed";
+  s.retention_seconds = 7200;
+  ASSERT_TRUE(e2->PutNamespace(ns, s, &created).ok());
+  EXPECT_EQ(e1->GetNamespace(ns)->settings.retention_seconds, 7200);
 
   ASSERT_TRUE(e2->DeleteNamespace(ns).ok());
   EXPECT_EQ(e1->GetNamespace(ns).status().code(), Status::Code::kNotFound);

@@ -211,24 +211,27 @@ TEST_F(RedisRecheckTest, PairsOnlyAnchorsFindAndOnlyTheRecheckRejects) {
 }
 
 TEST_F(RedisRecheckTest, SettingsTakeEffectPerNamespaceAndOnPut) {
-  const std::string ns = UniqueNs("put");
+  // "off" gets the plain rule by a PUT while still empty; "on" keeps the defaults.
+  const std::string ns = UniqueNs("put"), off_ns = UniqueNs("put-off");
   Create(ns, NamespaceSettings{});
-  Both(ns, {{"post", kPost}, {"words", kWords}});
-  auto query = [&](const char* text) {
-    return Both(ns, {{"q", text}}, CheckMode::kQueryOnly, false).at(0).duplicate;
-  };
-  EXPECT_TRUE(query(kRepost));
-  EXPECT_FALSE(query(kShuffled));
+  Create(off_ns, NamespaceSettings{});
   NamespaceSettings off;
   off.recheck.enabled = false;
-  ASSERT_TRUE(redis_->PutNamespace(ns, off, nullptr).ok());
-  ASSERT_TRUE(local_->PutNamespace(ns, off, nullptr).ok());
-  EXPECT_FALSE(query(kRepost));
-  EXPECT_TRUE(query(kShuffled));
-  ASSERT_TRUE(redis_->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
-  ASSERT_TRUE(local_->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
-  EXPECT_TRUE(query(kRepost));
-  EXPECT_FALSE(query(kShuffled));
+  ASSERT_TRUE(redis_->PutNamespace(off_ns, off, nullptr).ok());
+  ASSERT_TRUE(local_->PutNamespace(off_ns, off, nullptr).ok());
+  for (const std::string& n : {ns, off_ns}) Both(n, {{"post", kPost}, {"words", kWords}});
+  auto query = [&](const std::string& n, const char* text) {
+    return Both(n, {{"q", text}}, CheckMode::kQueryOnly, false).at(0).duplicate;
+  };
+  EXPECT_TRUE(query(ns, kRepost));
+  EXPECT_FALSE(query(ns, kShuffled));
+  EXPECT_FALSE(query(off_ns, kRepost));
+  EXPECT_TRUE(query(off_ns, kShuffled));
+  // Holding documents, both engines refuse to switch the rule (409) and keep deciding as before.
+  EXPECT_EQ(redis_->PutNamespace(off_ns, NamespaceSettings{}, nullptr).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(local_->PutNamespace(off_ns, NamespaceSettings{}, nullptr).code(), Status::Code::kFailedPrecondition);
+  EXPECT_FALSE(query(off_ns, kRepost));
+  EXPECT_TRUE(query(off_ns, kShuffled));
 
   // short_k searches the same tables as k: not past the layout's radius.
   NamespaceSettings s;

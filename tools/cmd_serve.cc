@@ -361,7 +361,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Event-loop threads that read, parse and answer connections; with the embedded store they "
                   "also fingerprint and decide checks; 1..64 (about one per core)");
   cmd->add_option("--max-connections", flags->max_connections,
-                  "Open connections at most; further ones are accepted and closed at once; 1..1000000");
+                  "Open connections at most; at the limit the longest-idle kept-alive connection is closed "
+                  "to make room, and with none idle a newcomer gets 503 and is closed; 1..1000000");
   cmd->add_option("--max-body-bytes", flags->max_body_bytes,
                   "Largest request body in bytes; larger bodies are refused with 413");
   cmd->add_option("--max-batch", flags->max_batch,

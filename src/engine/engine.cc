@@ -13,6 +13,12 @@ Status ValidateNamespaceName(std::string_view name) {
                     c == '-' || c == '.';
     if (!ok) return Status::InvalidArgument("namespace name may contain only [A-Za-z0-9_.-]");
   }
+  // "." and ".." are path segments with a meaning of their own: clients and
+  // proxies resolve /v1/namespaces/.. to /v1, so such a namespace could be
+  // reached only percent-encoded. Any name of dots alone is refused.
+  if (name.find_first_not_of('.') == std::string_view::npos) {
+    return Status::InvalidArgument("namespace name may not consist of dots only (\".\" and \"..\" are path segments)");
+  }
   return Status::OK();
 }
 

@@ -654,13 +654,8 @@ class LocalEngine final : public Engine {
 
   // New settings of an existing namespace; n.mu held.
   Status ApplyLocked(const std::string& name, Namespace& n, const NamespaceSettings& settings) {
+    if (n.set->size() > 0) NEARDUP_RETURN_IF_ERROR(CheckDecisionSettingsUnchanged(name, n.settings, settings));
     const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
-    const bool sketch_change = settings.recheck.shingle_size != n.settings.recheck.shingle_size;
-    if ((scheme_change || sketch_change) && n.set->size() > 0) {
-      return Status::FailedPrecondition("namespace \"" + name +
-                                        "\" holds documents: changing tokenizer, cjk_ngram or shingle_size would "
-                                        "mix fingerprint or sketch schemes (delete the namespace first)");
-    }
     if (scheme_change) {
       auto fp = MakeFingerprinter(settings);
       if (!fp.ok()) return fp.status();

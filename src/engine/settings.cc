@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "engine/strict_json.h"
 #include "neardup/index/hamming_index.h"
 
 namespace neardup {
@@ -117,6 +118,21 @@ std::span<const Setting<NS>> NamespaceSettingTable() {
   return table;
 }
 
+Status CheckDecisionSettingsUnchanged(const std::string& ns, const NS& from, const NS& to) {
+  std::string changed;
+  for (const Setting<NS>& d : NamespaceSettingTable()) {
+    // Retention only moves the expiry horizon and max_matches only the
+    // length of answers: neither changes a decision on a stored document.
+    if (d.json == "retention_seconds" || d.json == "max_matches") continue;
+    if (d.get(from) != d.get(to)) changed += (changed.empty() ? "" : ", ") + d.json;
+  }
+  if (changed.empty()) return Status::OK();
+  return Status::FailedPrecondition("namespace \"" + ns + "\" holds documents: changing " + changed +
+                                    " would decide new documents against stored ones under another rule "
+                                    "(only retention_seconds and max_matches may change; delete the namespace "
+                                    "to start over)");
+}
+
 std::string DefaultsFlagName(const SettingSpec& spec) { return "default-" + spec.flag; }
 
 Result<SettingValue> SettingValueFromJson(const SettingSpec& spec, std::string_view json_value) {
@@ -126,8 +142,10 @@ Result<SettingValue> SettingValueFromJson(const SettingSpec& spec, std::string_v
 }
 
 Result<NS> NS::FromJson(std::string_view text, const NS& base) {
-  const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  const json j = ParseJsonRejectingDuplicates(text, &duplicate);
   if (j.is_discarded()) return Status::InvalidArgument("settings are not valid JSON");
+  if (!duplicate.empty()) return Status::InvalidArgument("settings repeat the key \"" + duplicate + "\" in one object");
   if (!j.is_object()) return Status::InvalidArgument("settings must be a JSON object");
   NS s = base;
   NEARDUP_RETURN_IF_ERROR(ParseObject(j, "", &s));

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <span>
 
+#include "engine/strict_json.h"
 #include "http/json_writer.h"
 #include "http/metrics.h"
 #include "http/routes.h"
@@ -49,12 +50,16 @@ Result<json> ParseBody(std::string_view body) {
   if (!IsValidUtf8(body)) {
     return Status::InvalidArgument("request body is not valid UTF-8 (JSON text must be UTF-8)");
   }
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  json j = ParseJsonRejectingDuplicates(body, &duplicate);
   if (j.is_discarded()) {
     ErrorCollector collector;
     (void)json::sax_parse(body.begin(), body.end(), &collector);
     if (collector.message.empty()) collector.message = "syntax error";
     return Status::InvalidArgument("request body is not valid JSON: " + collector.message);
+  }
+  if (!duplicate.empty()) {
+    return Status::InvalidArgument("request body repeats the key \"" + duplicate + "\" in one object");
   }
   if (!j.is_object()) return Status::InvalidArgument("request body must be a JSON object");
   return j;

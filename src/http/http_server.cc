@@ -34,6 +34,9 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kListenTag = 0;
 constexpr uint64_t kWakeTag = 1;
 constexpr size_t kReadChunk = 64 * 1024;
+// Connections answered 503 that a loop keeps open at once (see Refuse());
+// past it a newcomer is closed without an answer.
+constexpr int kMaxRefusing = 64;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -163,6 +166,7 @@ struct HttpServer::Impl {
     bool read_eof = false;  // the peer sent FIN: it may still read, it sends no more requests
     bool broken = false;    // the peer is gone (reset, hang-up): nothing more to send
     bool draining = false;  // answer sent, our side shut down: reading until the peer closes
+    bool refused = false;   // accepted over the limit only to be answered 503 (Refuse())
     Clock::time_point draining_since;
     int served = 0;
     uint32_t interest = 0;
@@ -183,6 +187,10 @@ struct HttpServer::Impl {
     uint64_t next_id = 2;
     int in_flight = 0;  // requests of this loop's connections with the API
     bool listening = false;
+    int refusing = 0;  // connections with refused set
+    // Idle connections as of this loop's last Tick(), less those other loops
+    // have since claimed (MakeRoom()): read and decremented by other loops.
+    std::atomic<int> idle_hint{0};
 
     // Runs fn on this loop's thread, soon.
     void Post(std::function<void()> fn) {
@@ -246,6 +254,7 @@ struct HttpServer::Impl {
     ::epoll_ctl(l.epfd, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     connections.fetch_sub(1);
+    if (c.refused) --l.refusing;
     l.conns.erase(c.id);  // destroys c
   }
 
@@ -262,29 +271,97 @@ struct HttpServer::Impl {
         }
         return;
       }
-      if (connections.load() >= options.max_connections || stopping.load()) {
+      if (stopping.load()) {
         ::close(fd);
         continue;
       }
-      int yes = 1;
-      // Small JSON answers: without TCP_NODELAY, Nagle + delayed ACK can add
-      // ~40 ms to a request.
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-      auto c = std::make_unique<Conn>(limits);
-      c->fd = fd;
-      c->id = l.next_id++;
-      c->interest = EPOLLIN;
-      c->last_active = Clock::now();
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = c->id;
-      if (::epoll_ctl(l.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      const bool room = connections.load() < options.max_connections || MakeRoom(l);
+      if (!room && l.refusing >= kMaxRefusing) {
         ::close(fd);
         continue;
       }
-      connections.fetch_add(1);
-      l.conns.emplace(c->id, std::move(c));
+      Conn* c = Register(l, fd);
+      if (c != nullptr && !room) Refuse(l, *c);
     }
+  }
+
+  // A new connection on this loop, reading; nullptr if epoll refused it.
+  Conn* Register(Loop& l, int fd) {
+    int yes = 1;
+    // Small JSON answers: without TCP_NODELAY, Nagle + delayed ACK can add
+    // ~40 ms to a request.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    auto c = std::make_unique<Conn>(limits);
+    c->fd = fd;
+    c->id = l.next_id++;
+    c->interest = EPOLLIN;
+    c->last_active = Clock::now();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(l.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      return nullptr;
+    }
+    connections.fetch_add(1);
+    Conn* raw = c.get();
+    l.conns.emplace(c->id, std::move(c));
+    return raw;
+  }
+
+  // Over the limit with nothing idle to close: a 503 the client can read
+  // (a bare close would reach it as a reset, indistinguishable from a
+  // crash). The answer goes out at once, then the connection drains like
+  // any closing one, so the client's unread request cannot turn the close
+  // into a reset that destroys the answer.
+  void Refuse(Loop& l, Conn& c) {
+    c.refused = true;
+    ++l.refusing;
+    c.busy = true;
+    c.answered = true;
+    c.close_after = true;
+    HttpResponse e = TransportError(503, "too many connections");
+    metrics.Record("unmatched", "other", e.status, 0);
+    AppendResponse(e, false, false, &c.out);
+    Flush(l, c);
+  }
+
+  // A kept-alive connection between requests: nothing read, nothing to send.
+  static bool Idle(const Conn& c) {
+    return !c.busy && !c.draining && c.out.empty() && c.in.empty() && !c.parser.in_progress();
+  }
+
+  // Closes this loop's longest-idle connection; false if none is idle.
+  // Linear in the loop's connections, and only run at the limit.
+  bool CloseLongestIdle(Loop& l) {
+    Conn* oldest = nullptr;
+    for (auto& [id, c] : l.conns) {
+      if (Idle(*c) && (oldest == nullptr || c->last_active < oldest->last_active)) oldest = c.get();
+    }
+    if (oldest == nullptr) return false;
+    Close(l, *oldest);
+    return true;
+  }
+
+  // At the limit, room for one more: idle connections go first, so clients
+  // that hold sockets open without using them cannot lock others out. This
+  // loop closes its own longest-idle one; else it claims one that another
+  // loop reported idle at its last tick and asks that loop to close it (the
+  // count may then exceed the limit by the claims in transit, at most the
+  // idle connections reported). False if nothing is idle anywhere.
+  bool MakeRoom(Loop& l) {
+    if (CloseLongestIdle(l)) return true;
+    for (auto& other : loops) {
+      if (other.get() == &l) continue;
+      int hint = other->idle_hint.load();
+      while (hint > 0 && !other->idle_hint.compare_exchange_weak(hint, hint - 1)) {
+      }
+      if (hint <= 0) continue;
+      Loop* o = other.get();
+      o->Post([this, o] { CloseLongestIdle(*o); });
+      return true;
+    }
+    return false;
   }
 
   void OnReadable(Loop& l, Conn& c) {
@@ -506,6 +583,9 @@ struct HttpServer::Impl {
       }
     }
     for (Conn* c : to_close) Close(l, *c);
+    int idle_now = 0;
+    for (auto& [id, cp] : l.conns) idle_now += Idle(*cp) ? 1 : 0;
+    l.idle_hint.store(idle_now);
     for (Conn* c : timed_out) {
       if (stopping.load()) {
         Close(l, *c);

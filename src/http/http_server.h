@@ -46,7 +46,9 @@ struct HttpServerOptions {
   int keep_alive_timeout_seconds = 5;   // idle time before a kept-alive connection is closed
   int read_timeout_seconds = 10;        // a started request must arrive whole within this (408)
   int write_timeout_seconds = 10;       // an answer the client does not read within this: closed
-  int max_connections = 10000;          // more are accepted and closed at once
+  // At the limit the longest-idle kept-alive connection is closed to make
+  // room; if none is idle, the newcomer gets a 503 and is closed.
+  int max_connections = 10000;
   HttpApiOptions api;                   // batch and body limits, default namespace settings
 };
 

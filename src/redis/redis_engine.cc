@@ -836,14 +836,8 @@ class RedisClusterEngine final : public Engine {
   // kFailedPrecondition for a change the namespace's data cannot follow.
   Status CheckChange(const NsInfo& n, const NamespaceSettings& settings) {
     const std::string& name = n.name;
-    const bool scheme_change = settings.tokenizer != n.settings.tokenizer ||
-                               settings.cjk_ngram != n.settings.cjk_ngram ||
-                               settings.recheck.shingle_size != n.settings.recheck.shingle_size;
-    if (scheme_change && Documents(n) > 0) {
-      return Status::FailedPrecondition("namespace \"" + name +
-                                        "\" holds documents: changing tokenizer, cjk_ngram or shingle_size would "
-                                        "mix fingerprint or sketch schemes (delete the namespace first)");
-    }
+    // Documents() asks the cluster: only when a decision setting changes.
+    if (Status s = CheckDecisionSettingsUnchanged(name, n.settings, settings); !s.ok() && Documents(n) > 0) return s;
     if (settings.k > n.layout.design_k) {
       return Status::FailedPrecondition("namespace \"" + name + "\" was created with a table layout for k <= " +
                                         std::to_string(n.layout.design_k) +
@@ -899,7 +893,7 @@ class RedisClusterEngine final : public Engine {
 
   uint64_t Documents(const NsInfo& n) {
     auto s = GetNamespace(n.name);
-    return s.ok() ? s->documents : 1;  // unknown: assume non-empty (refuse the scheme change)
+    return s.ok() ? s->documents : 1;  // unknown: assume non-empty (refuse the change)
   }
 
   // ---- ids ------------------------------------------------------------------

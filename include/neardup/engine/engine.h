@@ -40,7 +40,8 @@
 
 namespace neardup {
 
-// Namespace names: 1..64 characters of [A-Za-z0-9_.-].
+// Namespace names: 1..64 characters of [A-Za-z0-9_.-], not dots only ("." and
+// ".." are path segments).
 Status ValidateNamespaceName(std::string_view name);
 // Document ids: 1..512 bytes of valid UTF-8.
 Status ValidateDocumentId(std::string_view id);

@@ -48,6 +48,16 @@ struct NamespaceSettings {
 
 std::span<const Setting<NamespaceSettings>> NamespaceSettingTable();
 
+// The change from `from` to `to` of a namespace that holds documents:
+// kFailedPrecondition naming the fields if it changes a decision setting,
+// i.e. any field but retention_seconds and max_matches. Those others change
+// fingerprints or sketches (tokenizer, cjk_ngram, shingle_size) or which
+// stored documents count as duplicates (k, threshold, recheck.*), so stored
+// documents kept under one rule would be compared under another; both
+// engines call this.
+Status CheckDecisionSettingsUnchanged(const std::string& ns, const NamespaceSettings& from,
+                                      const NamespaceSettings& to);
+
 // The serve flag (and config-file key) of a setting's default for new
 // namespaces: "default-" + its flag ("default-k", "default-short-k").
 std::string DefaultsFlagName(const SettingSpec& spec);
