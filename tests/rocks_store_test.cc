@@ -552,6 +552,116 @@ TEST_F(RocksStoreTest, CompactAndDeleteNamespaceReclaimDisk) {
             << " after deletes + Compact\n";
 }
 
+// ---- damaged write-ahead log (issue 15) ---------------------------------------
+// Each test writes kWalDocs documents with synced Apply()s and closes the
+// store. Closing does not flush the memtable (RocksDB flushes on close only
+// writes made with the WAL disabled), so the documents are only in the newest
+// .log file; the next open replays it (and then writes them to an SST). The
+// test damages that file in between.
+constexpr uint64_t kWalDocs = 300;
+constexpr char kWalNs[] = "wal";
+
+class RocksStoreWalTest : public RocksStoreTest {
+ protected:
+  fs::path WriteDocsAndClose() {
+    DocumentStore& s = Open();
+    for (uint64_t n = 0; n < kWalDocs; ++n) {
+      EXPECT_TRUE(s.Apply({Put(kWalNs, MakeDoc(Id("d", n), n, 100))}).ok());
+    }
+    store_.reset();
+    fs::path newest;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().extension() == ".log" && (newest.empty() || e.path().filename() > newest.filename())) {
+        newest = e.path();
+      }
+    }
+    EXPECT_FALSE(newest.empty());
+    // Every document is in it (~150 bytes each), none was flushed.
+    EXPECT_GT(fs::file_size(newest), kWalDocs * 100);
+    return newest;
+  }
+
+  // Reopens and returns the numbers of the documents found (the store stays open).
+  std::set<uint64_t> Present(bool accept_wal_loss) {
+    RocksStoreOptions o;
+    o.accept_wal_loss = accept_wal_loss;
+    Open(o);
+    std::set<uint64_t> out;
+    for (const auto& [id, d] : ScanAll(kWalNs)) {
+      EXPECT_TRUE(SameDoc(d, MakeDoc(Id("d", d.number), d.number, 100))) << id;
+      out.insert(d.number);
+    }
+    return out;
+  }
+
+  // The open must fail with the explanatory kCorruption.
+  void ExpectRefused() {
+    store_.reset();
+    auto r = OpenRocksStore(dir_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+    const std::string m = r.status().message();
+    EXPECT_NE(m.find(dir_), std::string::npos) << m;
+    EXPECT_NE(m.find("write-ahead log"), std::string::npos) << m;
+    EXPECT_NE(m.find("acknowledged documents"), std::string::npos) << m;
+    EXPECT_NE(m.find("--accept-wal-loss"), std::string::npos) << m;
+  }
+
+  // Every document before the first missing one, none after: a prefix.
+  static void ExpectPrefix(const std::set<uint64_t>& got) {
+    if (!got.empty()) {
+      EXPECT_EQ(*got.rbegin() + 1, got.size()) << "not a prefix";
+    }
+  }
+};
+
+void FlipBytes(const fs::path& p, uint64_t offset, size_t n) {
+  const int fd = ::open(p.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  std::string b(n, '\0');
+  ASSERT_EQ(pread(fd, b.data(), n, static_cast<off_t>(offset)), static_cast<ssize_t>(n));
+  for (char& c : b) c = static_cast<char>(~c);
+  ASSERT_EQ(pwrite(fd, b.data(), n, static_cast<off_t>(offset)), static_cast<ssize_t>(n));
+  ::close(fd);
+}
+
+// (a) 16 bytes flipped in the middle: a bad checksum that is not the tail.
+TEST_F(RocksStoreWalTest, FlippedBytesInTheMiddleRefuseToOpen) {
+  const fs::path log = WriteDocsAndClose();
+  FlipBytes(log, fs::file_size(log) / 2, 16);
+  ExpectRefused();
+  ExpectRefused();  // the failed open changed nothing
+  const std::set<uint64_t> got = Present(/*accept_wal_loss=*/true);
+  EXPECT_GT(got.size(), kWalDocs / 4);
+  EXPECT_LT(got.size(), kWalDocs);
+  ExpectPrefix(got);
+}
+
+// (b) truncated to half. KNOWN LIMIT: a WAL cut short looks exactly like a
+// torn tail to RocksDB (the cut lands in a record or between records; there is
+// no length or end marker to check), so it opens WITHOUT the flag, with the
+// first half. Pinned so that a change of this behaviour is noticed;
+// docs/storage.md "Recovery from a damaged write-ahead log".
+TEST_F(RocksStoreWalTest, TruncatedToHalfIsNotDetected) {
+  const fs::path log = WriteDocsAndClose();
+  fs::resize_file(log, fs::file_size(log) / 2);
+  const std::set<uint64_t> got = Present(/*accept_wal_loss=*/false);
+  EXPECT_GT(got.size(), kWalDocs / 4);
+  EXPECT_LT(got.size(), kWalDocs);
+  ExpectPrefix(got);
+}
+
+// (c) a torn last record (what kill -9 in the middle of an append leaves):
+// opens without the flag, with every earlier document.
+TEST_F(RocksStoreWalTest, TornTailOpensWithEveryEarlierDocument) {
+  const fs::path log = WriteDocsAndClose();
+  fs::resize_file(log, fs::file_size(log) - 5);
+  const std::set<uint64_t> got = Present(/*accept_wal_loss=*/false);
+  EXPECT_EQ(got.size(), kWalDocs - 1);
+  ExpectPrefix(got);
+}
+
+
 // Every Apply acknowledged by a process killed with SIGKILL is there after
 // reopening (see kKillChildHook for the child side).
 TEST_F(RocksStoreTest, AcknowledgedWritesSurviveSigkill) {

@@ -51,6 +51,7 @@ struct ServeConfig {
   int64_t max_body_bytes = 1048576;
   int64_t max_batch = 1000;
   bool sync = true;
+  bool accept_wal_loss = false;
   NamespaceSettings defaults;  // --default-* (NamespaceSettingTable)
   bool no_auto_create = false;
   int keep_alive_timeout = 5;
@@ -144,6 +145,7 @@ const std::vector<Field>& Fields() {
       NEARDUP_FIELD("max-body-bytes", max_body_bytes, ReadInt),
       NEARDUP_FIELD("max-batch", max_batch, ReadInt),
       NEARDUP_FIELD("sync", sync, ReadBool),
+      NEARDUP_FIELD("accept-wal-loss", accept_wal_loss, ReadBool),
       NEARDUP_FIELD("no-auto-create", no_auto_create, ReadBool),
       NEARDUP_FIELD("keep-alive-timeout", keep_alive_timeout, ReadInt),
       NEARDUP_FIELD("keep-alive-max", keep_alive_max, ReadInt),
@@ -246,6 +248,7 @@ Result<Resolved> Resolve(const ServeConfig& c) {
 
   r.engine.data_dir = c.data;
   r.engine.sync = c.sync;
+  r.engine.accept_wal_loss = c.accept_wal_loss;
   r.engine.default_settings = s;
   r.engine.auto_create = !c.no_auto_create;
   r.engine.sweep_interval_ms = c.sweep_interval_ms;
@@ -371,6 +374,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "true: every acknowledged write is fsynced (group commit); false: faster, but a power "
                   "loss may lose the last acknowledged writes")
       ->default_str("true");
+  // Off by default: a damaged WAL must stop the server rather than silently
+  // drop acknowledged documents (issue 15); this is the operator's way out.
+  cmd->add_flag("--accept-wal-loss", flags->accept_wal_loss,
+                "Open even if the store's write-ahead log is damaged (not just a torn last record, which is "
+                "always tolerated): replay it up to the damage and drop the acknowledged writes after it. "
+                "Without it such a store refuses to open");
   // Defaults of new namespaces: generated, so none can be left out.
   AddSettingFlags<NamespaceSettings>(cmd, NamespaceSettingTable(), &flags->defaults, "default-");
   cmd->add_flag("--no-auto-create", flags->no_auto_create,

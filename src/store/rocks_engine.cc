@@ -8,6 +8,7 @@ namespace neardup {
 Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& options) {
   RocksStoreOptions store_options;
   store_options.sync = options.sync;
+  store_options.accept_wal_loss = options.accept_wal_loss;
   NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<DocumentStore> store, OpenRocksStore(options.data_dir, store_options));
   return OpenLocalEngine(options, std::move(store));
 }

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -192,7 +193,15 @@ rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
   o.max_open_files = 512;                         // leave descriptors for sockets
   o.keep_log_file_num = 5;                        // RocksDB's own text LOG files
   o.max_log_file_size = 16 << 20;
-  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // A crash (kill -9, power cut) can only tear the LAST record of the WAL:
+  // records are appended and a synced write returns after its fdatasync.
+  // kTolerateCorruptedTailRecords drops such a torn tail and fails the open on
+  // any other damage (a bad checksum in the middle), where point-in-time
+  // recovery would stop replaying at the damage and open without a word,
+  // losing every acknowledged write after it (issue 15). accept_wal_loss is
+  // the operator's explicit choice of that loss.
+  o.wal_recovery_mode = options.accept_wal_loss ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
+                                                : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   // Deletes by age leave runs of tombstones; compact an SST file that is
   // mostly tombstones without waiting for it to be picked by size.
   o.table_properties_collector_factories.push_back(
@@ -218,6 +227,15 @@ rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));  // ~1% false positives for Get
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return o;
+}
+
+// True if `dir` holds a write-ahead log file (NNNNNN.log).
+bool HasWalFile(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".log") return true;
+  }
+  return false;
 }
 
 // ---- the store -------------------------------------------------------------
@@ -359,8 +377,28 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
       return Status::NotFound("no store in " + dir + " (create_if_missing is off)");
     }
   }
+  if (options.accept_wal_loss) {
+    std::cerr << "warning: opening " << dir
+              << " with --accept-wal-loss: a damaged write-ahead log is replayed only up to the first damaged "
+                 "record; acknowledged writes after it are dropped\n";
+  }
   rocksdb::DB* raw = nullptr;
-  NEARDUP_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(MakeRocksOptions(options), dir, &raw), "open " + dir));
+  const rocksdb::Status open_status = rocksdb::DB::Open(MakeRocksOptions(options), dir, &raw);
+  if (open_status.IsCorruption() && !options.accept_wal_loss && HasWalFile(dir)) {
+    // With kTolerateCorruptedTailRecords, damage inside a WAL is reported
+    // here; RocksDB's message names the log ("... log #N ..." / "... .log").
+    // Other corruption (an SST or the MANIFEST) has the same code, so say
+    // what it probably is and keep RocksDB's words.
+    return Status::Corruption(
+        "cannot open the store in " + dir + ": RocksDB reports corruption (" + open_status.ToString() +
+        "). If this is the write-ahead log (*.log), it is damaged beyond a torn last record, and acknowledged "
+        "documents written after the damage could be lost. To open anyway, keeping what precedes the damage "
+        "and dropping the rest, restart with --accept-wal-loss (RocksStoreOptions::accept_wal_loss); copy the "
+        "directory first to keep the damaged log");
+  }
+  // "rocksdb could not open ...": not to be confused with the directory holding a
+  // database that is not a neardup store (below).
+  NEARDUP_RETURN_IF_ERROR(FromRocks(open_status, "could not open the database in " + dir));
   std::unique_ptr<rocksdb::DB> db(raw);
 
   std::string version;

@@ -28,6 +28,7 @@ namespace neardup {
 struct LocalEngineOptions {
   std::string data_dir;                 // RocksDB directory (store/rocks_store.h; ignored by the store overload)
   bool sync = true;                     // fsync per group commit
+  bool accept_wal_loss = false;         // RocksStoreOptions::accept_wal_loss (ignored by the store overload)
   NamespaceSettings default_settings;   // for auto-created namespaces
   bool auto_create = true;              // unknown namespaces are created on first use
   // Retention sweeper period; 0 (or less): no sweeper thread, sweeps run only

@@ -31,12 +31,20 @@ struct RocksStoreOptions {
   bool sync = true;              // fsync the WAL before a write returns (docs/storage.md)
   bool create_if_missing = true;  // else a missing store is kNotFound
   size_t block_cache_bytes = 64 << 20;  // LRU cache of data, index and filter blocks
+  // A write-ahead log damaged anywhere but its last record (what kill -9 or a
+  // power cut leaves) makes the open fail with kCorruption, because replaying
+  // it only up to the damage would silently drop acknowledged writes. true:
+  // open anyway, keeping the writes before the first damaged record and
+  // dropping the rest (RocksDB's point-in-time recovery); a warning goes to
+  // stderr. docs/storage.md "Recovery".
+  bool accept_wal_loss = false;
 };
 
 // Opens (or creates) the store in directory `dir`. Errors: kNotFound if the
 // store is missing and !create_if_missing, kFailedPrecondition for a store of
 // an unknown format version or a RocksDB directory that is not a neardup
-// store, kIOError / kCorruption from RocksDB.
+// store, kCorruption naming the directory for a damaged write-ahead log
+// (unless options.accept_wal_loss), kIOError / kCorruption from RocksDB.
 Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir,
                                                       const RocksStoreOptions& options = {});
 
