@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -192,6 +193,84 @@ TEST_F(LocalEngineFaultTest, SettingsWriteThatFailsIsAnError) {
   fault_->FailNext(StoreOp::kDeleteNamespace, 1, Status::IOError("injected"));
   ASSERT_TRUE(Check("a", kText).ok());
   EXPECT_FALSE(engine_->DeleteNamespace("n").ok());
+}
+
+// A delete whose write fails changed nothing: the store still holds the
+// document, so memory must too (else it would match again only after a restart).
+TEST_F(LocalEngineFaultTest, DeleteThatFailsLeavesTheDocumentLive) {
+  Open();
+  ASSERT_TRUE(Check("a", kText).ok());
+  fault_->FailNext(StoreOp::kApply, 1, Status::IOError("injected: disk full"));
+  EXPECT_FALSE(engine_->DeleteDocument("n", "a").ok());
+  auto expect_live = [&](const char* when) {
+    EXPECT_TRUE(engine_->GetDocument("n", "a").ok()) << when;
+    EXPECT_EQ(engine_->GetNamespace("n")->documents, 1u) << when;
+    auto q = Check("q", NearText(), CheckMode::kQueryOnly);
+    ASSERT_TRUE(q.ok()) << when << ": " << q.status().ToString();
+    ASSERT_TRUE(q->duplicate) << when << ": the document must still match";
+    EXPECT_EQ(q->matches[0].id, "a") << when;
+  };
+  expect_live("after the failed delete");
+  fault_->Heal();
+  Open();  // restart over the same store: memory agrees with it
+  expect_live("after a restart");
+  // The delete works once the store does, and stays done.
+  ASSERT_TRUE(engine_->DeleteDocument("n", "a").ok());
+  EXPECT_EQ(engine_->GetDocument("n", "a").status().code(), Status::Code::kNotFound);
+  Open();
+  EXPECT_EQ(engine_->GetDocument("n", "a").status().code(), Status::Code::kNotFound);
+}
+
+bool Listed(Engine& engine, const std::string& name) {
+  auto names = engine.ListNamespaces();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A namespace whose settings record fails to write was never created.
+TEST_F(LocalEngineFaultTest, NamespaceCreationThatFailsIsRolledBack) {
+  Open();
+  NamespaceSettings s;
+  s.k = 2;
+  fault_->FailNext(StoreOp::kPutNamespace, 1, Status::IOError("injected"));
+  bool created = false;
+  EXPECT_FALSE(engine_->PutNamespace("m", s, &created).ok());
+  EXPECT_FALSE(Listed(*engine_, "m"));
+  EXPECT_EQ(engine_->GetNamespace("m").status().code(), Status::Code::kNotFound);
+  fault_->FailNext(StoreOp::kPutNamespace, 1, Status::IOError("injected"));
+  EXPECT_FALSE(engine_->UpdateNamespace("u", R"({"k":2})", NamespaceSettings{}, &created).ok());
+  EXPECT_FALSE(Listed(*engine_, "u"));
+  EXPECT_EQ(engine_->GetNamespace("u").status().code(), Status::Code::kNotFound);
+
+  fault_->Heal();
+  created = false;
+  ASSERT_TRUE(engine_->PutNamespace("m", s, &created).ok());
+  EXPECT_TRUE(created) << "the failed attempt must not count as a creation";
+  Open();
+  ASSERT_TRUE(engine_->GetNamespace("m").ok());
+  EXPECT_EQ(engine_->GetNamespace("m")->settings.k, 2);
+  EXPECT_FALSE(Listed(*engine_, "u"));
+}
+
+// An update whose settings record fails to write leaves the old settings.
+TEST_F(LocalEngineFaultTest, SettingsUpdateThatFailsKeepsTheOldSettings) {
+  Open();
+  NamespaceSettings s;
+  s.k = 2;
+  s.max_matches = 5;
+  ASSERT_TRUE(engine_->PutNamespace("m", s, nullptr).ok());
+  fault_->FailNext(StoreOp::kPutNamespace, 1, Status::IOError("injected"));
+  EXPECT_FALSE(engine_->UpdateNamespace("m", R"({"k":4,"max_matches":7})", NamespaceSettings{}, nullptr).ok());
+  auto kept = engine_->GetNamespace("m");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->settings.ToJson(), s.ToJson());
+  NamespaceSettings other = s;
+  other.cjk_ngram = 3;  // a scheme change: the fingerprinter too
+  fault_->FailNext(StoreOp::kPutNamespace, 1, Status::IOError("injected"));
+  EXPECT_FALSE(engine_->PutNamespace("m", other, nullptr).ok());
+  EXPECT_EQ(engine_->GetNamespace("m")->settings.ToJson(), s.ToJson());
+  fault_->Heal();
+  Open();
+  EXPECT_EQ(engine_->GetNamespace("m")->settings.ToJson(), s.ToJson());
 }
 
 // The retention sweep, run synchronously with an injected clock: expired

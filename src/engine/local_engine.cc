@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -564,15 +565,25 @@ class LocalEngine final : public Engine {
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(id));
     auto ns = Lookup(ns_name);
     if (!ns) return Status::NotFound("namespace \"" + ns_name + "\" does not exist");
-    uint64_t seq;
+    uint64_t seq, number;
     {
       std::lock_guard lk(ns->mu);
-      auto [number, m] = ns->FindById(id);
+      auto [n, m] = ns->FindById(id);
       if (m == nullptr) return Status::NotFound("document \"" + id + "\" not found in namespace \"" + ns_name + "\"");
-      seq = RemoveLocked(*ns, number, *m);
+      number = n;
+      seq = committer_->EnqueueWrite(StoreWrite{StoreWrite::Op::kDelete, ns->name, StoredDocument{id}});
+    }
+    // Memory forgets the document only once the store has: if the write
+    // fails the store still holds it, so it stays live (the answer is an
+    // error and nothing changed). Until then it is a live document as any.
+    NEARDUP_RETURN_IF_ERROR(committer_->Wait(seq));
+    std::lock_guard lk(ns->mu);
+    // Unless the sweep or a failed put already dropped it meanwhile.
+    if (DocMeta* m = ns->Find(number); m != nullptr && m->id == id) {
+      ForgetLocked(*ns, number, *m);
       ++ns->counters.deleted;
     }
-    return committer_->Wait(seq);
+    return Status::OK();
   }
 
   EngineMetrics Metrics() override {
@@ -625,7 +636,13 @@ class LocalEngine final : public Engine {
     CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    // One settings change at a time, until its record is durable or undone:
+    // a rollback then restores what the store holds, not another change's
+    // settings that are still in flight. (Rare admin calls: the cost is nil.)
+    std::lock_guard settings_lock(settings_mu_);
     uint64_t seq = 0;
+    std::shared_ptr<Namespace> ns;
+    std::optional<NamespaceSettings> old;  // unset: created here
     {
       std::unique_lock lk(namespaces_mu_);
       auto it = namespaces_.find(name);
@@ -633,28 +650,67 @@ class LocalEngine final : public Engine {
         auto settings = merge(nullptr);
         if (!settings.ok()) return settings.status();
         NEARDUP_RETURN_IF_ERROR(settings->Validate());
-        auto ns = NewNamespace(name, settings.value());
-        if (!ns.ok()) return ns.status();
-        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(settings.value(), *(*ns)->fingerprinter));
-        namespaces_.emplace(name, std::move(ns).value());
-        if (created) *created = true;
+        auto made = NewNamespace(name, settings.value());
+        if (!made.ok()) return made.status();
+        ns = std::move(made).value();
+        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(ns->settings, *ns->fingerprinter));
+        namespaces_.emplace(name, ns);
       } else {
-        Namespace& n = *it->second;
-        std::lock_guard nl(n.mu);
-        auto settings = merge(&n.settings);
+        ns = it->second;
+        std::lock_guard nl(ns->mu);
+        auto settings = merge(&ns->settings);
         if (!settings.ok()) return settings.status();
         NEARDUP_RETURN_IF_ERROR(settings->Validate());
-        NEARDUP_RETURN_IF_ERROR(ApplyLocked(name, n, settings.value()));
-        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(n.settings, *n.fingerprinter));
-        if (created) *created = false;
+        old = ns->settings;
+        NEARDUP_RETURN_IF_ERROR(ApplyLocked(name, *ns, settings.value()));
+        seq = committer_->EnqueuePutNamespace(name, EncodeNamespaceRecord(ns->settings, *ns->fingerprinter));
       }
     }
-    return committer_->Wait(seq);
+    // The namespace is in memory before its record is durable, so later
+    // writes queue behind the record; a failed record is undone below so
+    // that memory keeps agreeing with the store.
+    Status s = committer_->Wait(seq);
+    if (!s.ok()) {
+      RollBack(name, ns, old);
+      return s;
+    }
+    if (created) *created = !old.has_value();
+    return Status::OK();
+  }
+
+  // The settings record of `ns` failed to write: a namespace created
+  // for it is removed again; an existing one gets its `old` settings back.
+  // settings_mu_ held.
+  void RollBack(const std::string& name, const std::shared_ptr<Namespace>& ns,
+                const std::optional<NamespaceSettings>& old) {
+    uint64_t purge = 0;
+    {
+      std::unique_lock lk(namespaces_mu_);
+      auto it = namespaces_.find(name);
+      if (it == namespaces_.end() || it->second != ns) return;  // deleted or replaced meanwhile
+      std::lock_guard nl(ns->mu);
+      if (old) {
+        // They were in effect before, so they apply again (no decision check).
+        (void)SetLocked(*ns, *old);
+        return;
+      }
+      namespaces_.erase(it);
+      ns->deleted = true;  // writers that still hold it see this under the lock
+      // Checks stored documents in it meanwhile: drop them from the store
+      // too (queued behind them), as DeleteNamespace would.
+      if (ns->next_number > 0) purge = committer_->EnqueueDeleteNamespace(name);
+    }
+    if (purge != 0) (void)committer_->Wait(purge);  // best effort: the answer is the record's error
   }
 
   // New settings of an existing namespace; n.mu held.
   Status ApplyLocked(const std::string& name, Namespace& n, const NamespaceSettings& settings) {
     if (n.set->size() > 0) NEARDUP_RETURN_IF_ERROR(CheckDecisionSettingsUnchanged(name, n.settings, settings));
+    return SetLocked(n, settings);
+  }
+
+  // Puts `settings` in effect: fingerprinter, index parameters; n.mu held.
+  static Status SetLocked(Namespace& n, const NamespaceSettings& settings) {
     const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
     if (scheme_change) {
       auto fp = MakeFingerprinter(settings);
@@ -861,13 +917,19 @@ class LocalEngine final : public Engine {
     return out;
   }
 
-  // Removes a live document from memory and queues its deletion.
-  uint64_t RemoveLocked(Namespace& ns, uint64_t number, DocMeta& m) {
+  // Drops a live document from memory only.
+  static void ForgetLocked(Namespace& ns, uint64_t number, DocMeta& m) {
     ns.set->Remove(number, m.KeySignature());
     ns.by_id.Erase(m.id, number);
-    const uint64_t seq =
-        committer_->EnqueueWrite(StoreWrite{StoreWrite::Op::kDelete, ns.name, StoredDocument{std::move(m.id)}});
     m = DocMeta{};
+  }
+
+  // Removes an expired document from memory and queues its deletion. (If
+  // that write fails the store keeps an expired record, which never matches
+  // and is dropped at the next open.)
+  uint64_t RemoveLocked(Namespace& ns, uint64_t number, DocMeta& m) {
+    const uint64_t seq = committer_->EnqueueWrite(StoreWrite{StoreWrite::Op::kDelete, ns.name, StoredDocument{m.id}});
+    ForgetLocked(ns, number, m);
     return seq;
   }
 
@@ -881,9 +943,7 @@ class LocalEngine final : public Engine {
       std::lock_guard lk(ns->mu);
       auto [number, m] = ns->FindById(w.doc.id);
       if (m == nullptr || number != w.doc.number) continue;
-      ns->set->Remove(number, m->KeySignature());
-      ns->by_id.Erase(w.doc.id, number);
-      *m = DocMeta{};
+      ForgetLocked(*ns, number, *m);
     }
   }
 
@@ -945,6 +1005,7 @@ class LocalEngine final : public Engine {
   std::unique_ptr<DocumentStore> store_;
   std::unique_ptr<Committer> committer_;
 
+  std::mutex settings_mu_;  // serializes Modify(); taken before namespaces_mu_
   std::shared_mutex namespaces_mu_;
   std::map<std::string, std::shared_ptr<Namespace>> namespaces_;
 

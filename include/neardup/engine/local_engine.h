@@ -11,6 +11,10 @@
 //  * An answer waits, after releasing the lock, until every document it names
 //    as stored (its own, or the matches it reports) is durable. If the write
 //    fails, the document is removed from memory and the answer is an error.
+//  * Likewise memory follows the store when other writes fail: a delete
+//    takes the document out of memory only once the deletion is durable; a
+//    namespace whose settings record fails is removed again (a new one) or
+//    keeps its old settings (an update). Settings changes run one at a time.
 //  * A retention sweeper removes expired documents from memory and the store;
 //    matches older than the retention are filtered even before the sweep.
 #ifndef NEARDUP_LOCAL_ENGINE_H_
