@@ -18,7 +18,7 @@ if(OpenMP_CXX_FOUND AND PQ_FOUND AND NEARDUP_FAISS_LIB AND NEARDUP_FAISS_INCLUDE
     ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES} PkgConfig::PQ)
 
   add_executable(peers_selfjoin ${PROJECT_SOURCE_DIR}/bench/peers/peers_selfjoin.cc)
-  target_include_directories(peers_selfjoin PRIVATE ${NEARDUP_FAISS_INCLUDE})
+  target_include_directories(peers_selfjoin PRIVATE ${NEARDUP_FAISS_INCLUDE} ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(peers_selfjoin PRIVATE ${NEARDUP_WARNINGS})
   target_link_libraries(peers_selfjoin PRIVATE neardup_service ${NEARDUP_FAISS_LIB} OpenMP::OpenMP_CXX
     ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES})

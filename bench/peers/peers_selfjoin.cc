@@ -25,19 +25,9 @@
 
 #include "neardup/index/multi_index.h"
 #include "peers_common.h"
+#include "util/hash.h"
 
 using namespace peers;
-
-namespace {
-inline uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string method = "neardup";
@@ -109,7 +99,7 @@ int main(int argc, char** argv) {
     auto account = [&](size_t i, uint64_t j) {
       if (j > i) {
         ++pairs;
-        checksum += Mix(i * 0x9E3779B97F4A7C15ULL ^ j);
+        checksum += neardup::SplitMix64(i * 0x9E3779B97F4A7C15ULL ^ j);
       }
     };
     if (nd) {
