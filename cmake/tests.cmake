@@ -35,6 +35,9 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME LayeringIncludes
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/layering_test.py ${PROJECT_SOURCE_DIR})
   set_tests_properties(LayeringIncludes PROPERTIES LABELS "unit")
+  # The history checker (issue 16) must catch every kind of violation it knows.
+  add_test(NAME HistoryCheckerSelfTest COMMAND ${PROJECT_SOURCE_DIR}/scripts/history/check.py --self-test)
+  set_tests_properties(HistoryCheckerSelfTest PROPERTIES LABELS "unit")
   # kill -9 under load, restart, every acknowledged document is there.
   add_test(NAME ServeKill9Durability
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/kill9_durability.py

@@ -13,7 +13,7 @@ core=(build-essential cmake ninja-build pkg-config
       libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
       zlib1g-dev libzstd-dev)
 service=(librocksdb-dev libhiredis-dev)
-test=(libgtest-dev libgmock-dev googletest libbenchmark-dev
+test=(libgtest-dev python3-numpy nftables libgmock-dev googletest libbenchmark-dev
       libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
       redis-server clang libclang-rt-14-dev python3 curl bc)
 bench=(wrk nginx libfaiss-dev postgresql-15 libpq-dev hyperfine)

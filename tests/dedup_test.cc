@@ -148,6 +148,20 @@ TEST(Dedup, NormalizationOnlyChangesAreExact) {
   EXPECT_TRUE(out[1].exact);
 }
 
+// Regression: equal normalized text of long texts (more than kSketchSize
+// distinct n-grams) was reported with similarity_exact, though estimated.
+TEST(Dedup, EqualTextOfLongTextsReportsAnEstimate) {
+  auto d = MakeDedup();
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "word" + std::to_string(i * 7919 % 1000) + " ";
+  auto out = DecideTexts(*d, {text, text + "!!", "short text here", "short text here!"});
+  ASSERT_TRUE(out[1].duplicate);
+  EXPECT_TRUE(out[1].exact);
+  EXPECT_FALSE(out[1].similarity_exact);
+  ASSERT_TRUE(out[3].duplicate);  // short: both sets whole
+  EXPECT_TRUE(out[3].similarity_exact);
+}
+
 TEST(Dedup, DistanceExactlyKIsADuplicateAndKPlusOneIsNot) {
   for (int k : {0, 1, 3, 5, 8}) {
     auto d = MakeDedup(k);

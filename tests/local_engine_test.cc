@@ -115,6 +115,20 @@ TEST_F(LocalEngineTest, CheckAndInsertKeepsFirstAndNamesIt) {
   EXPECT_EQ(Docs("news"), 1u);
 }
 
+// Regression (found by scripts/history/check.py): equal normalized text of two
+// texts with more than kSketchSize distinct n-grams was answered with
+// "similarity_exact": true, though the similarity was the sketch's estimate.
+TEST_F(LocalEngineTest, EqualTextOfLongTextsIsAnEstimateNotExact) {
+  Open();
+  const std::string text = RandomText(7, 120);
+  ASSERT_TRUE(Check("news", "a", text).stored);
+  auto b = Check("news", "b", text + " !!");
+  ASSERT_TRUE(b.duplicate);
+  ASSERT_EQ(b.matches.size(), 1u);
+  EXPECT_TRUE(b.matches[0].exact);
+  EXPECT_FALSE(b.matches[0].similarity_exact);
+}
+
 TEST_F(LocalEngineTest, ReplayOfStoredIdIsIdempotent) {
   Open();
   EXPECT_TRUE(Check("n", "x", "hello world from neardup").stored);

@@ -71,7 +71,7 @@ Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
     decision.distance = match->distance;
     decision.exact = match->exact;
     decision.similarity = match->similarity;
-    decision.similarity_exact = match->similarity_exact || match->exact;
+    decision.similarity_exact = SimilarityIsExact(*match);
     ++(decision.exact ? stats_.exact_duplicates : stats_.near_duplicates);
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.

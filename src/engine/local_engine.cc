@@ -887,7 +887,7 @@ class LocalEngine final : public Engine {
       const DocMeta* m = ns.Find(match.id);
       if (m == nullptr || m->timestamp_ms < cutoff) continue;  // expired: never matches, even before the sweep
       out.matches.push_back(
-          MatchedDocument{m->id, match.distance, match.similarity, match.similarity_exact || match.exact, match.exact,
+          MatchedDocument{m->id, match.distance, match.similarity, SimilarityIsExact(match), match.exact,
                           m->timestamp_ms});
       waits->push_back(m->commit_seq);
       if (static_cast<int>(out.matches.size()) >= ns.settings.max_matches) break;

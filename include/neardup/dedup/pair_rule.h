@@ -87,6 +87,15 @@ struct DuplicateMatch {
   }
 };
 
+// What an answer reports as "similarity_exact". Equal normalized text without
+// sketches is reported as exact (nothing better is known); with sketches the
+// similarity was measured like any pair's and is exact only when the sets
+// were whole (equal normalized text drops punctuation, which the similarity
+// counts, so it is not similarity 1).
+inline bool SimilarityIsExact(const DuplicateMatch& m) {
+  return m.rechecked ? m.similarity_exact : m.similarity_exact || m.exact;
+}
+
 // The similarity estimate that DuplicateMatch falls back to without sketches.
 double SimilarityFromDistance(int distance);
 
