@@ -110,11 +110,7 @@ def main():
             for t in threads:
                 t.join(timeout=30)
 
-            server, port = start(args.cli, data, init=cycle == 0)
-            if cycle == 0:  # namespaces are not auto-created by default
-                status, ans = call(port, "PUT", "/v1/namespaces/k9", {})
-                if status != 201:
-                    raise SystemExit("PUT k9: %s %s" % (status, ans))
+            server, port = start(args.cli, data, init=False)
             missing = [i for i in sorted(acked_stored | acked_named)
                        if call(port, "GET", "/v1/namespaces/k9/documents/" + urllib.request.quote(i))[0] != 200]
             stored_per_group = {}
