@@ -1,12 +1,11 @@
 #include "http/handlers.h"
 
-#include "http/auth.h"
-
 #include <algorithm>
 #include <cinttypes>
 #include <span>
 
 #include "engine/strict_json.h"
+#include "http/auth.h"
 #include "http/json_writer.h"
 #include "http/metrics.h"
 #include "http/routes.h"
