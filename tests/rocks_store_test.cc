@@ -861,6 +861,34 @@ TEST_F(RocksStoreDamageTest, CurrentBytesFlipped) {
   ExpectDamage(fs::path(dir_) / "CURRENT", "CURRENT");
 }
 
+// A MANIFEST cut exactly at a record boundary cannot be told from a shorter
+// one; if what is left lists nothing, the store opens empty: refused, not
+// made a new store. (An empty RocksDB database with a CURRENT is that state.)
+TEST_F(RocksStoreDamageTest, DatabaseThatOpensEmptyIsRefused) {
+  RawPut({});
+  auto r = OpenRocksStore(dir_, NoCreate());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("opened empty"), std::string::npos) << r.status().message();
+  r = OpenRocksStore(dir_);  // --init does not make it a new store either
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+}
+
+// A table file the MANIFEST does not list (what a MANIFEST that lost records
+// at a boundary leaves, and what a crash in a flush leaves) is named on stderr.
+TEST_F(RocksStoreDamageTest, TableFileNotInTheManifestIsReported) {
+  MakeStoreWithTable();
+  const fs::path orphan = fs::path(dir_) / "000005.sst";
+  ASSERT_FALSE(fs::exists(orphan));
+  fs::copy_file(Table(), orphan);
+  ::testing::internal::CaptureStderr();
+  const Status st = StartUp();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(st.ok()) << st.ToString();  // the listed tables are intact
+  EXPECT_NE(err.find("000005.sst is not listed in the MANIFEST"), std::string::npos) << err;
+}
+
 // RocksDB alone would start a new store here and delete every table file.
 TEST_F(RocksStoreDamageTest, CurrentDeletedIsRefusedEvenWithCreate) {
   MakeStoreWithTable();

@@ -481,6 +481,35 @@ TEST_F(ServeTest, StoreIsCreatedOnlyWithInit) {
   }
 }
 
+// A damaged store stops the start with exit 1 and a message naming the file
+// (every file kind and damage: tests/rocks_store_test.cc RocksStoreDamageTest).
+TEST_F(ServeTest, DamagedManifestIsRefusedAtStart) {
+  {
+    ServeProcess p;
+    Start(&p);
+    httplib::Client c("127.0.0.1", p.port());
+    ASSERT_TRUE(c.Put("/v1/namespaces/news", "{}", "application/json"));
+    EXPECT_EQ(p.Signal(SIGTERM), 0);
+  }
+  std::string manifest;
+  for (const auto& e : std::filesystem::directory_iterator(Path("data"))) {
+    if (e.path().filename().string().starts_with("MANIFEST-")) manifest = e.path().string();
+  }
+  ASSERT_FALSE(manifest.empty());
+  {
+    std::fstream f(manifest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(manifest) / 2));
+    f.write("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+  }
+  for (const char* init : {"", " --init"}) {
+    EXPECT_EQ(RunToExit("--data '" + Path("data") + "'" + init + " --listen 127.0.0.1:0"), 1);
+    const std::string err = ReadFile(Path("run.err"));
+    EXPECT_NE(err.find(std::filesystem::path(manifest).filename().string()), std::string::npos) << err;
+    EXPECT_NE(err.find("would be lost"), std::string::npos) << err;
+    EXPECT_EQ(err.find("not a neardup store"), std::string::npos) << err;
+  }
+}
+
 // Issue 15 part 6, through the real server: the header reaches the check,
 // 401 carries WWW-Authenticate, the namespace cap answers 409.
 TEST_F(ServeTest, ApiKeysAndNamespaceCap) {

@@ -357,8 +357,9 @@ void ReportDroppedTables(rocksdb::DB& db, const std::string& dir, const std::set
   for (const std::string& name : before) {
     if (live_names.count(name) == 0) {
       std::cerr << "warning: " << dir << "/" << name
-                << " was not listed in the MANIFEST and was removed at open: the leftover of a flush or compaction "
-                   "cut off by a crash (harmless), or, if the MANIFEST was damaged, documents lost\n";
+                << " is not listed in the MANIFEST, so RocksDB ignores it (and deletes it as obsolete): the leftover "
+                   "of a flush or compaction cut off by a crash (harmless), or, if the MANIFEST was damaged, documents "
+                   "lost\n";
     }
   }
 }
