@@ -132,6 +132,10 @@ TEST(ApiKeysTest, LoadWarnsAboutAFileOthersMayRead) {
   EXPECT_EQ(warning, "");
   auto missing = ApiKeys::Load(path + ".nope", &warning);
   EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("No such file"), std::string::npos) << missing.status().message();
+  auto directory = ApiKeys::Load(tmpl, &warning);
+  EXPECT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find("not a regular file"), std::string::npos);
   std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
 }
 

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -123,7 +125,10 @@ Result<ApiKeys> ApiKeys::Parse(std::string_view text, const std::string& source)
 Result<ApiKeys> ApiKeys::Load(const std::string& path, std::string* warning) {
   warning->clear();
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::InvalidArgument("cannot read the API key file " + path);
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArgument("cannot read the API key file " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument("the API key file " + path + " is not a regular file");
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     *warning = "the API key file " + path + " may be read by group or others (mode " +
                std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
