@@ -319,6 +319,13 @@ TEST_F(AuthHttpTest, NamespaceCapIs409ForPutAndAutoCreate) {
   EXPECT_EQ(Call(kAdmin, "DELETE", "sports", "").status, 200);
   EXPECT_EQ(Call(kAdmin, "POST", "fifth/check").status, 200);
   EXPECT_EQ(Call(kAdmin, "GET", "fifth", "").status, 200);
+  // A limit lowered below what the store holds refuses new namespaces only:
+  // every stored one is loaded and served.
+  Open(/*auto_create=*/false, /*max_namespaces=*/1);
+  const HttpResponse list = Call(kAdmin, "GET", "/v1/namespaces", "");
+  EXPECT_EQ(json::parse(list.body)["namespaces"].size(), 4u) << list.body;
+  EXPECT_EQ(Call(kAdmin, "POST", "fifth/check", R"({"id": "b", "text": "another text"})").status, 200);
+  ExpectError(Call(kAdmin, "PUT", "sixth", ""), 409, "failed_precondition");
 }
 
 }  // namespace
