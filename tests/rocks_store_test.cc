@@ -825,7 +825,7 @@ TEST_F(RocksStoreDamageTest, TableFileDeleted) {
   MakeStoreWithTable();
   const fs::path t = Table();
   fs::remove(t);
-  ExpectDamage(t, "table file");
+  ExpectDamage(t, "table file (.sst) is missing");
 }
 
 TEST_F(RocksStoreDamageTest, ManifestTruncated) {
@@ -846,7 +846,7 @@ TEST_F(RocksStoreDamageTest, ManifestDeleted) {
   MakeStoreWithTable();
   const fs::path m = Manifest();
   fs::remove(m);
-  ExpectDamage(m, "MANIFEST");
+  ExpectDamage(m, "MANIFEST is missing");
 }
 
 TEST_F(RocksStoreDamageTest, CurrentTruncated) {

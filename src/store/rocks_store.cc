@@ -280,7 +280,8 @@ bool HasWalFile(const std::string& dir) {
 Status OpenFailure(const std::string& dir, const rocksdb::Status& s, bool accept_wal_loss) {
   const std::string rocks = s.ToString();
   const DamagedFile damage = ClassifyDamage(rocks);
-  const bool missing = s.IsIOError() && rocks.find("No such file") != std::string::npos;
+  // RocksDB reports a missing table file as Corruption wrapping the IO error.
+  const bool missing = (s.IsIOError() || s.IsCorruption()) && rocks.find("No such file") != std::string::npos;
   if (s.IsCorruption() && !accept_wal_loss && HasWalFile(dir) &&
       (damage.kind.empty() || damage.kind.starts_with("write-ahead"))) {
     // With kTolerateCorruptedTailRecords, damage inside a WAL is reported
