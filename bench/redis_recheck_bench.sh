@@ -75,7 +75,7 @@ sum_keys() {
 }
 
 start_serve() {  # binary uri
-  "$1" serve --store "$2" --listen "127.0.0.1:$http_port" >>"$dir/serve.log" 2>&1 &
+  "$1" serve --store "$2" --auto-create-namespaces true --listen "127.0.0.1:$http_port" >>"$dir/serve.log" 2>&1 &
   serve_pid=$!
   for _ in $(seq 100); do
     curl -sf "http://127.0.0.1:$http_port/healthz" >/dev/null 2>&1 && return 0

@@ -7,7 +7,7 @@ set -u
 LABEL=$1; BIN=$2; FLAGS=$3; SECS=$4; shift 4
 cd "$(dirname "$0")/.."
 : "${DATA_DIR:?set DATA_DIR}"
-$BIN serve --data "$DATA_DIR" --listen 127.0.0.1:18181 --threads 64 --sync true $FLAGS > "${DATA_DIR}.serve.log" 2>&1 &
+$BIN serve --data "$DATA_DIR" --auto-create-namespaces true --listen 127.0.0.1:18181 --threads 64 --sync true $FLAGS > "${DATA_DIR}.serve.log" 2>&1 &
 PID=$!
 t0=$(date +%s)
 for i in $(seq 1 3000); do grep -q "listening on" "${DATA_DIR}.serve.log" && break; sleep 0.2; done

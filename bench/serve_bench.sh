@@ -30,7 +30,7 @@ log() { echo "$*" | tee -a "$OUT"; }
 start() {  # start <sync> [flags...]; sets PID and STARTUP_S (seconds until listening)
   local t0=$(date +%s.%N)
   : >"$DATA.log"
-  $BIN serve --data "$DATA" --listen 127.0.0.1:$PORT --threads 64 --sync "$@" >"$DATA.log" 2>&1 &
+  $BIN serve --data "$DATA" --init --auto-create-namespaces true --listen 127.0.0.1:$PORT --threads 64 --sync "$@" >"$DATA.log" 2>&1 &
   PID=$!
   for _ in $(seq 1 6000); do
     grep -q "listening on" "$DATA.log" 2>/dev/null && break

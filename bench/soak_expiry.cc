@@ -222,7 +222,8 @@ int main(int argc, char** argv) {
     const int err = ::open((tmp + "/serve.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) ::dup2(err, 2);
     ::close(pipefd[0]);
-    std::vector<const char*> args = {o.cli.c_str(), "serve", "--data", data.c_str(), "--listen", "127.0.0.1:0",
+    std::vector<const char*> args = {o.cli.c_str(), "serve", "--data", data.c_str(), "--init", "--auto-create-namespaces", "true",
+                                     "--listen", "127.0.0.1:0",
                                      "--threads", "32", "--sync", o.sync.c_str(), "--default-retention",
                                      retention.c_str(), "--sweep-interval-ms", sweep.c_str(), nullptr};
     ::execv(o.cli.c_str(), const_cast<char* const*>(args.data()));

@@ -51,6 +51,11 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(RedisKill9Race PROPERTIES TIMEOUT 300 LABELS "slow;needs-redis")
 endif()
 
+# deploy/nginx-neardup.conf run by a real nginx with a self-signed certificate;
+# skipped (exit 77) where nginx, openssl or curl is missing.
+add_test(NAME TlsProxy COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/tls_proxy_test.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(TlsProxy PROPERTIES TIMEOUT 120 LABELS "slow" SKIP_RETURN_CODE 77)
+
 if(Python3_Interpreter_FOUND)
   # The README's and docs' examples, run and compared (scripts/doctest_docs.py).
   add_test(NAME DocExamples

@@ -9,12 +9,16 @@
 
 Run it as a script for a demo against a running server:
 
-    ./build/neardup serve --data /tmp/neardup-demo --listen 127.0.0.1:8080 &
+    ./build/neardup serve --data /tmp/neardup-demo --init --listen 127.0.0.1:8080 &
     python3 examples/client.py --url http://127.0.0.1:8080
+
+With `serve --api-keys FILE`, pass a token: NeardupClient(url, api_key=TOKEN), or
+`--api-key TOKEN` / the NEARDUP_API_KEY environment variable for the demo (it needs an admin key).
 """
 
 import argparse
 import json
+import os
 import sys
 import urllib.error
 import urllib.parse
@@ -34,9 +38,10 @@ class NeardupError(Exception):
 class NeardupClient:
     """One method per route. Every method returns the decoded JSON answer or raises NeardupError."""
 
-    def __init__(self, base_url="http://127.0.0.1:8080", timeout=30.0):
+    def __init__(self, base_url="http://127.0.0.1:8080", timeout=30.0, api_key=None):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.api_key = api_key  # sent as "Authorization: Bearer ..." (serve --api-keys)
 
     # ---- transport ---------------------------------------------------------
 
@@ -46,6 +51,8 @@ class NeardupClient:
             url += "?" + urllib.parse.urlencode(query)
         data = None
         headers = {"Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
         if body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
@@ -125,8 +132,8 @@ class NeardupClient:
         return self._request("GET", "/metrics")
 
 
-def _demo(url):
-    c = NeardupClient(url)
+def _demo(url, api_key=None):
+    c = NeardupClient(url, api_key=api_key)
     print("health:", c.health())
     ns = "demo"
     try:
@@ -174,11 +181,13 @@ def _demo(url):
 def main(argv):
     p = argparse.ArgumentParser(description="Demo of the neardup serve HTTP API")
     p.add_argument("--url", default="http://127.0.0.1:8080", help="server base URL")
+    p.add_argument("--api-key", default=os.environ.get("NEARDUP_API_KEY"),
+                   help="bearer token of an admin key (default: $NEARDUP_API_KEY)")
     args = p.parse_args(argv)
     try:
-        _demo(args.url)
+        _demo(args.url, args.api_key)
     except urllib.error.URLError as e:
-        print("cannot reach %s: %s (start it with: neardup serve --data DIR)" % (args.url, e.reason), file=sys.stderr)
+        print("cannot reach %s: %s (start it with: neardup serve --data DIR --init)" % (args.url, e.reason), file=sys.stderr)
         return 1
     except NeardupError as e:
         print(e, file=sys.stderr)

@@ -140,7 +140,7 @@ def free_port():
 def start_server(build, d):
     port = free_port()
     log = open(d / "serve.log", "w")
-    proc = subprocess.Popen([str(build / "neardup"), "serve", "--data", str(d / "serve-data"),
+    proc = subprocess.Popen([str(build / "neardup"), "serve", "--data", str(d / "serve-data"), "--init",
                              "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30

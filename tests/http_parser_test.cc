@@ -126,6 +126,21 @@ TEST(HttpParserTest, ExpectContinueReportsHeadersOnceBeforeTheBody) {
   EXPECT_FALSE(Parse("POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", {40}).saw_headers);
 }
 
+// The Authorization field reaches the API key check (src/http/auth.h); two
+// of them are ambiguous and refused; each request of a connection has its own.
+TEST(HttpParserTest, AuthorizationFieldIsKeptOncePerRequest) {
+  Outcome o = Parse(
+      "GET /v1/namespaces HTTP/1.1\r\nauthorization:  Bearer abc \r\n\r\n"
+      "GET /v1/namespaces HTTP/1.1\r\n\r\n");
+  ASSERT_EQ(o.error_status, 0) << o.error_message;
+  ASSERT_EQ(o.requests.size(), 2u);
+  EXPECT_EQ(o.requests[0].authorization, "Bearer abc");
+  EXPECT_EQ(o.requests[1].authorization, "");
+  o = Parse("GET / HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n");
+  EXPECT_EQ(o.error_status, 400);
+  EXPECT_NE(o.error_message.find("Authorization"), std::string::npos) << o.error_message;
+}
+
 TEST(HttpParserTest, ErrorsCarryTheirStatus) {
   struct Case {
     std::string bytes;

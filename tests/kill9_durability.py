@@ -25,8 +25,10 @@ import urllib.error
 import urllib.request
 
 
-def start(cli, data):
-    p = subprocess.Popen([cli, "serve", "--data", data, "--listen", "127.0.0.1:0", "--threads", "16"],
+def start(cli, data, init):
+    # --init only for the first start: every restart must find the store (issue 15).
+    p = subprocess.Popen([cli, "serve", "--data", data, "--listen", "127.0.0.1:0", "--threads", "16"]
+                         + (["--init"] if init else []),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if "listening on" not in line:
@@ -69,7 +71,11 @@ def main():
             # Fresh texts every cycle, so the kill lands while new documents are being stored.
             first = len(groups)
             groups.extend(new_groups(3000))
-            server, port = start(args.cli, data)
+            server, port = start(args.cli, data, init=cycle == 0)
+            if cycle == 0:  # namespaces are not auto-created by default
+                status, ans = call(port, "PUT", "/v1/namespaces/k9", {})
+                if status != 201:
+                    raise SystemExit("PUT k9: %s %s" % (status, ans))
             stop = threading.Event()
 
             def client(tid):
@@ -104,7 +110,7 @@ def main():
             for t in threads:
                 t.join(timeout=30)
 
-            server, port = start(args.cli, data)
+            server, port = start(args.cli, data, init=False)
             missing = [i for i in sorted(acked_stored | acked_named)
                        if call(port, "GET", "/v1/namespaces/k9/documents/" + urllib.request.quote(i))[0] != 200]
             stored_per_group = {}

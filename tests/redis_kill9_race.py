@@ -54,7 +54,7 @@ class Server:
 
     def start(self):
         self.proc = subprocess.Popen(
-            [self.cli, "serve", "--store", self.uri, "--listen", f"127.0.0.1:{self.port}", "--threads", "16"],
+            [self.cli, "serve", "--store", self.uri, "--auto-create-namespaces", "true", "--listen", f"127.0.0.1:{self.port}", "--threads", "16"],
             stdout=subprocess.PIPE, stderr=open(self.log, "ab"), text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], 15)
         line = self.proc.stdout.readline() if ready else ""

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -661,6 +662,244 @@ TEST_F(RocksStoreWalTest, TornTailOpensWithEveryEarlierDocument) {
   ExpectPrefix(got);
 }
 
+
+// ---- a new store only when asked; damaged MANIFEST, CURRENT, table files ------
+// (issue 15). A store is created only with create_if_missing (`serve --init`);
+// every damage below is refused at open or reported by the start-up scan
+// (ListNamespaces + Scan, what the engine does), never silent.
+
+RocksStoreOptions NoCreate() {
+  RocksStoreOptions o;
+  o.create_if_missing = false;
+  return o;
+}
+
+TEST_F(RocksStoreTest, EmptyDirectoryIsRefusedWithoutCreate) {
+  fs::create_directories(dir_);
+  auto r = OpenRocksStore(dir_, NoCreate());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kNotFound) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("empty"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("--init"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(fs::is_empty(dir_));  // nothing written
+}
+
+TEST_F(RocksStoreTest, MissingDirectoryNamesInit) {
+  auto r = OpenRocksStore(dir_, NoCreate());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not exist"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("--init"), std::string::npos) << r.status().message();
+}
+
+TEST_F(RocksStoreTest, CreateMakesParentsAndThenOpensTheSameStore) {
+  const std::string nested = dir_ + "/a/b";
+  {
+    auto r = OpenRocksStore(nested);  // create_if_missing (the library default, --init)
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE((*r)->PutNamespace("ns", "s").ok());
+  }
+  for (const RocksStoreOptions& o : {NoCreate(), RocksStoreOptions{}}) {  // --init on a store: harmless
+    auto r = OpenRocksStore(nested, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::pair<std::string, std::string>> list;
+    ASSERT_TRUE((*r)->ListNamespaces(&list).ok());
+    EXPECT_EQ(list.size(), 1u);
+  }
+}
+
+TEST_F(RocksStoreTest, DirectoryOfOtherFilesIsRefusedEvenWithCreate) {
+  fs::create_directories(dir_);
+  { std::ofstream(dir_ + "/notes.txt") << "mine"; }
+  for (const RocksStoreOptions& o : {NoCreate(), RocksStoreOptions{}}) {
+    auto r = OpenRocksStore(dir_, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Status::Code::kFailedPrecondition) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("not a neardup store"), std::string::npos);
+    EXPECT_NE(r.status().message().find("notes.txt"), std::string::npos) << r.status().message();
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/CURRENT"));
+}
+
+constexpr uint64_t kTableDocs = 2000;
+constexpr char kTableNs[] = "tbl";
+
+class RocksStoreDamageTest : public RocksStoreTest {
+ protected:
+  // Writes kTableDocs documents and reopens once: the open replays the WAL
+  // into a table file (.sst). Closed at return.
+  void MakeStoreWithTable() {
+    {
+      DocumentStore& s = Open();
+      ASSERT_TRUE(s.PutNamespace(kTableNs, "settings").ok());
+      std::vector<StoreWrite> writes;
+      for (uint64_t n = 0; n < kTableDocs; ++n) writes.push_back(Put(kTableNs, MakeDoc(Id("d", n), n, 100)));
+      ASSERT_TRUE(s.Apply(writes).ok());
+    }
+    Open(NoCreate());
+    store_.reset();
+    ASSERT_FALSE(Files(".sst").empty()) << "no table file after reopening";
+  }
+
+  std::vector<fs::path> Files(const std::string& ext_or_prefix) const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      if (e.path().extension() == ext_or_prefix || name.starts_with(ext_or_prefix)) out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // The largest table file (the one holding the documents).
+  fs::path Table() const {
+    fs::path best;
+    for (const fs::path& p : Files(".sst")) {
+      if (best.empty() || fs::file_size(p) > fs::file_size(best)) best = p;
+    }
+    return best;
+  }
+
+  fs::path Manifest() const {
+    const auto m = Files("MANIFEST-");
+    EXPECT_EQ(m.size(), 1u);
+    return m.empty() ? fs::path() : m.back();
+  }
+
+  // Opens without creating and reads everything as the engine's start-up
+  // does; the first error, or OK with every document.
+  Status StartUp() {
+    store_.reset();
+    auto r = OpenRocksStore(dir_, NoCreate());
+    if (!r.ok()) return r.status();
+    store_ = std::move(r).value();
+    std::vector<std::pair<std::string, std::string>> list;
+    NEARDUP_RETURN_IF_ERROR(store_->ListNamespaces(&list));
+    size_t docs = 0;
+    for (const auto& [ns, settings] : list) {
+      NEARDUP_RETURN_IF_ERROR(store_->Scan(ns, [&](StoredDocument&&) {
+        ++docs;
+        return Status::OK();
+      }));
+    }
+    if (docs != kTableDocs) return Status::Internal("silent loss: " + std::to_string(docs) + " documents");
+    return Status::OK();
+  }
+
+  // Refused (or reported) as damage naming `file`; never "not a neardup store".
+  void ExpectDamage(const fs::path& file, const std::string& kind) {
+    for (int attempt = 0; attempt < 2; ++attempt) {  // a failed open changes nothing
+      const Status st = StartUp();
+      ASSERT_FALSE(st.ok()) << "damage to " << file << " went unnoticed";
+      EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+      const std::string& m = st.message();
+      EXPECT_NE(m.find(file.stem().string()), std::string::npos) << m;  // a table may be named NNNNNN.ldb
+      EXPECT_NE(m.find(kind), std::string::npos) << m;
+      EXPECT_NE(m.find("lost"), std::string::npos) << m;
+      EXPECT_EQ(m.find("not a neardup store"), std::string::npos) << m;
+    }
+    store_.reset();
+  }
+};
+
+TEST_F(RocksStoreDamageTest, IntactStoreStartsWithEveryDocument) {
+  MakeStoreWithTable();
+  const Status st = StartUp();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST_F(RocksStoreDamageTest, TableFileTruncated) {
+  MakeStoreWithTable();
+  const fs::path t = Table();
+  fs::resize_file(t, fs::file_size(t) / 2);
+  ExpectDamage(t, "table file");
+}
+
+TEST_F(RocksStoreDamageTest, TableFileBytesFlipped) {
+  MakeStoreWithTable();
+  const fs::path t = Table();
+  FlipBytes(t, fs::file_size(t) / 3, 16);  // in a data block
+  ExpectDamage(t, "table file");
+}
+
+TEST_F(RocksStoreDamageTest, TableFileDeleted) {
+  MakeStoreWithTable();
+  const fs::path t = Table();
+  fs::remove(t);
+  ExpectDamage(t, "table file (.sst) is missing");
+}
+
+TEST_F(RocksStoreDamageTest, ManifestTruncated) {
+  MakeStoreWithTable();
+  const fs::path m = Manifest();
+  fs::resize_file(m, fs::file_size(m) / 2);
+  ExpectDamage(m, "MANIFEST");
+}
+
+TEST_F(RocksStoreDamageTest, ManifestBytesFlipped) {
+  MakeStoreWithTable();
+  const fs::path m = Manifest();
+  FlipBytes(m, fs::file_size(m) / 2, 16);
+  ExpectDamage(m, "MANIFEST");
+}
+
+TEST_F(RocksStoreDamageTest, ManifestDeleted) {
+  MakeStoreWithTable();
+  const fs::path m = Manifest();
+  fs::remove(m);
+  ExpectDamage(m, "MANIFEST is missing");
+}
+
+TEST_F(RocksStoreDamageTest, CurrentTruncated) {
+  MakeStoreWithTable();
+  fs::resize_file(fs::path(dir_) / "CURRENT", 0);
+  ExpectDamage(fs::path(dir_) / "CURRENT", "CURRENT");
+}
+
+TEST_F(RocksStoreDamageTest, CurrentBytesFlipped) {
+  MakeStoreWithTable();
+  FlipBytes(fs::path(dir_) / "CURRENT", 4, 4);
+  ExpectDamage(fs::path(dir_) / "CURRENT", "CURRENT");
+}
+
+// A MANIFEST cut exactly at a record boundary cannot be told from a shorter
+// one; if what is left lists nothing, the store opens empty: refused, not
+// made a new store. (An empty RocksDB database with a CURRENT is that state.)
+TEST_F(RocksStoreDamageTest, DatabaseThatOpensEmptyIsRefused) {
+  RawPut({});
+  auto r = OpenRocksStore(dir_, NoCreate());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("opened empty"), std::string::npos) << r.status().message();
+  r = OpenRocksStore(dir_);  // --init does not make it a new store either
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+}
+
+// A table file the MANIFEST does not list (what a MANIFEST that lost records
+// at a boundary leaves, and what a crash in a flush leaves) is named on stderr.
+TEST_F(RocksStoreDamageTest, TableFileNotInTheManifestIsReported) {
+  MakeStoreWithTable();
+  const fs::path orphan = fs::path(dir_) / "000005.sst";
+  ASSERT_FALSE(fs::exists(orphan));
+  fs::copy_file(Table(), orphan);
+  ::testing::internal::CaptureStderr();
+  const Status st = StartUp();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(st.ok()) << st.ToString();  // the listed tables are intact
+  EXPECT_NE(err.find("000005.sst is not listed in the MANIFEST"), std::string::npos) << err;
+}
+
+// RocksDB alone would start a new store here and delete every table file.
+TEST_F(RocksStoreDamageTest, CurrentDeletedIsRefusedEvenWithCreate) {
+  MakeStoreWithTable();
+  const fs::path table = Table();
+  fs::remove(fs::path(dir_) / "CURRENT");
+  ExpectDamage(fs::path(dir_) / "CURRENT", "CURRENT");
+  auto r = OpenRocksStore(dir_);  // create_if_missing, i.e. --init
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+  EXPECT_TRUE(fs::exists(table)) << "the documents' table file was deleted";
+}
 
 // Every Apply acknowledged by a process killed with SIGKILL is there after
 // reopening (see kKillChildHook for the child side).

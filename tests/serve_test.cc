@@ -8,11 +8,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -132,9 +134,13 @@ class ServeTest : public ::testing::Test {
 
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
-  // Starts the server on a free port with the test's data directory.
-  void Start(ServeProcess* p, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--data", Path("data"), "--listen", "127.0.0.1:0", "--threads", "4"};
+  // Starts the server on a free port with the test's data directory, made
+  // on first use (--init; harmless on an existing store). These tests use
+  // namespaces without creating them first: auto-create is on unless
+  // `auto_create` is false (then the serve default, off, applies).
+  void Start(ServeProcess* p, std::vector<std::string> extra = {}, bool auto_create = true) {
+    std::vector<std::string> args = {"--data", Path("data"), "--listen", "127.0.0.1:0", "--threads", "4", "--init"};
+    if (auto_create) args.insert(args.end(), {"--auto-create-namespaces", "true"});
     args.insert(args.end(), extra.begin(), extra.end());
     ASSERT_TRUE(p->Start(args, Path("stderr"))) << "start line: " << p->line() << "\nstderr: "
                                                 << ReadFile(Path("stderr"));
@@ -386,9 +392,9 @@ TEST_F(ServeTest, ConfigFileAndFlagsThatOverrideIt) {
   }
 }
 
-TEST_F(ServeTest, NoAutoCreate) {
+TEST_F(ServeTest, AutoCreateIsOffByDefault) {
   ServeProcess p;
-  Start(&p, {"--no-auto-create"});
+  Start(&p, {}, /*auto_create=*/false);
   httplib::Client c("127.0.0.1", p.port());
   auto r = c.Post("/v1/namespaces/news/check", R"({"id": "a", "text": "hello world"})", "application/json");
   ASSERT_TRUE(r);
@@ -407,6 +413,8 @@ TEST_F(ServeTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --default-k 9"), 2);
   EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --default-retention 2w"), 2);
   EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --sync maybe"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --max-namespaces 0"), 2);
+  EXPECT_EQ(RunToExit(data + "--listen 127.0.0.1:0 --no-auto-create --auto-create-namespaces true"), 2);
   {
     std::ofstream cfg(Path("bad.json"));
     cfg << R"({"thread": 4})";
@@ -416,7 +424,8 @@ TEST_F(ServeTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunToExit("--help"), 0);
   const std::string help = ReadFile(Path("run.out"));
   for (const char* flag : {"--data", "--listen", "--config", "--threads", "--max-body-bytes", "--max-batch", "--sync",
-                           "--default-k", "--default-retention", "--no-auto-create"}) {
+                           "--default-k", "--default-retention", "--no-auto-create", "--init", "--api-keys",
+                           "--max-namespaces", "--auto-create-namespaces"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   // Every namespace setting has its --default-* flag (generated from the table).
@@ -429,9 +438,154 @@ TEST_F(ServeTest, UsageErrorsExitTwo) {
 TEST_F(ServeTest, PortInUseFailsWithExitOne) {
   ServeProcess p;
   Start(&p);
-  EXPECT_EQ(RunToExit("--data '" + Path("data2") + "' --listen 127.0.0.1:" + std::to_string(p.port())), 1);
+  EXPECT_EQ(RunToExit("--data '" + Path("data2") + "' --init --listen 127.0.0.1:" + std::to_string(p.port())), 1);
   EXPECT_NE(ReadFile(Path("run.err")).find("cannot bind"), std::string::npos) << ReadFile(Path("run.err"));
   EXPECT_EQ(p.Signal(SIGTERM), 0);
+}
+
+// Issue 15: a new store only with --init. A mistyped --data, an empty
+// directory or one of other files is refused with a message and exit 1, and
+// nothing is created.
+TEST_F(ServeTest, StoreIsCreatedOnlyWithInit) {
+  const std::string listen = " --listen 127.0.0.1:0";
+  EXPECT_EQ(RunToExit("--data '" + Path("typo") + "'" + listen), 1);
+  std::string err = ReadFile(Path("run.err"));
+  EXPECT_NE(err.find("does not exist"), std::string::npos) << err;
+  EXPECT_NE(err.find("--init"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(Path("typo")));
+
+  std::filesystem::create_directories(Path("empty"));
+  EXPECT_EQ(RunToExit("--data '" + Path("empty") + "'" + listen), 1);
+  err = ReadFile(Path("run.err"));
+  EXPECT_NE(err.find("empty"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::is_empty(Path("empty")));
+
+  std::filesystem::create_directories(Path("other"));
+  { std::ofstream(Path("other/readme.txt")) << "x"; }
+  EXPECT_EQ(RunToExit("--data '" + Path("other") + "' --init" + listen), 1);
+  err = ReadFile(Path("run.err"));
+  EXPECT_NE(err.find("not a neardup store"), std::string::npos) << err;
+
+  // --init creates; later starts need no flag, and --init again is harmless.
+  for (const bool init : {true, false, true}) {
+    ServeProcess p;
+    std::vector<std::string> args = {"--data", Path("new"), "--listen", "127.0.0.1:0"};
+    if (init) args.push_back("--init");
+    ASSERT_TRUE(p.Start(args, Path("stderr"))) << ReadFile(Path("stderr"));
+    httplib::Client c("127.0.0.1", p.port());
+    if (init) ASSERT_TRUE(c.Put("/v1/namespaces/kept", "{}", "application/json"));
+    auto r = c.Get("/v1/namespaces/kept");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(p.Signal(SIGTERM), 0);
+  }
+}
+
+// A damaged store stops the start with exit 1 and a message naming the file
+// (every file kind and damage: tests/rocks_store_test.cc RocksStoreDamageTest).
+TEST_F(ServeTest, DamagedManifestIsRefusedAtStart) {
+  {
+    ServeProcess p;
+    Start(&p);
+    httplib::Client c("127.0.0.1", p.port());
+    ASSERT_TRUE(c.Put("/v1/namespaces/news", "{}", "application/json"));
+    EXPECT_EQ(p.Signal(SIGTERM), 0);
+  }
+  std::string manifest;
+  for (const auto& e : std::filesystem::directory_iterator(Path("data"))) {
+    if (e.path().filename().string().starts_with("MANIFEST-")) manifest = e.path().string();
+  }
+  ASSERT_FALSE(manifest.empty());
+  {
+    std::fstream f(manifest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(manifest) / 2));
+    f.write("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+  }
+  for (const char* init : {"", " --init"}) {
+    EXPECT_EQ(RunToExit("--data '" + Path("data") + "'" + init + " --listen 127.0.0.1:0"), 1);
+    const std::string err = ReadFile(Path("run.err"));
+    EXPECT_NE(err.find(std::filesystem::path(manifest).filename().string()), std::string::npos) << err;
+    EXPECT_NE(err.find("would be lost"), std::string::npos) << err;
+    EXPECT_EQ(err.find("not a neardup store"), std::string::npos) << err;
+  }
+}
+
+// Issue 15 part 6, through the real server: the header reaches the check,
+// 401 carries WWW-Authenticate, the namespace cap answers 409.
+TEST_F(ServeTest, ApiKeysAndNamespaceCap) {
+  {
+    std::ofstream f(Path("keys"));
+    f << "# test keys\nadmin-0123456789abcdef admin\nreader-0123456789abcde read news\n";
+  }
+  ASSERT_EQ(::chmod(Path("keys").c_str(), 0600), 0);
+  ServeProcess p;
+  Start(&p, {"--api-keys", Path("keys"), "--max-namespaces", "2"}, /*auto_create=*/false);
+  httplib::Client c("127.0.0.1", p.port());
+  auto r = c.Get("/v1/namespaces");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(Parse(r)["error"]["code"], "unauthenticated");
+  EXPECT_EQ(r->get_header_value("WWW-Authenticate").rfind("Bearer", 0), 0u);
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+  const httplib::Headers admin = {{"Authorization", "Bearer admin-0123456789abcdef"}};
+  const httplib::Headers reader = {{"Authorization", "Bearer reader-0123456789abcde"}};
+  EXPECT_EQ(c.Put("/v1/namespaces/news", admin, "{}", "application/json")->status, 201);
+  EXPECT_EQ(c.Put("/v1/namespaces/b", admin, "{}", "application/json")->status, 201);
+  r = c.Put("/v1/namespaces/c", admin, "{}", "application/json");
+  EXPECT_EQ(r->status, 409);
+  EXPECT_NE(r->body.find("--max-namespaces"), std::string::npos) << r->body;
+  EXPECT_EQ(c.Post("/v1/namespaces/news/query", reader, R"({"id": "q", "text": "hello"})", "application/json")->status,
+            200);
+  r = c.Post("/v1/namespaces/news/check", reader, R"({"id": "q", "text": "hello"})", "application/json");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(Parse(r)["error"]["code"], "permission_denied");
+  EXPECT_EQ(c.Get("/v1/namespaces/b", reader)->status, 403);
+  EXPECT_EQ(c.Get("/metrics", admin)->status, 200);
+  // Two Authorization fields: ambiguous, refused.
+  const httplib::Headers twice = {{"Authorization", "Bearer admin-0123456789abcdef"},
+                                  {"Authorization", "Bearer reader-0123456789abcde"}};
+  r = c.Get("/v1/namespaces", twice);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(p.Signal(SIGTERM), 0);
+  EXPECT_EQ(ReadFile(Path("stderr")).find("warning"), std::string::npos) << ReadFile(Path("stderr"));
+}
+
+TEST_F(ServeTest, BadKeyFileFailsWithItsLine) {
+  {
+    std::ofstream f(Path("keys"));
+    f << "admin-0123456789abcdef admin\n\nreader-0123456789abcde reader\n";
+  }
+  ASSERT_EQ(::chmod(Path("keys").c_str(), 0600), 0);
+  const std::string args = "--data '" + Path("data") + "' --init --listen 127.0.0.1:0 --api-keys '" + Path("keys") + "'";
+  EXPECT_EQ(RunToExit(args), 2);
+  const std::string err = ReadFile(Path("run.err"));
+  EXPECT_NE(err.find(Path("keys") + ":3: unknown role \"reader\""), std::string::npos) << err;
+  EXPECT_EQ(err.find("reader-0123456789abcde"), std::string::npos) << "the token was echoed: " << err;
+  EXPECT_EQ(RunToExit("--data '" + Path("data") + "' --init --listen 127.0.0.1:0 --api-keys '" + Path("nope") + "'"),
+            2);
+}
+
+TEST_F(ServeTest, WarnsWhenOpenToTheNetworkWithoutKeysOrWithAReadableKeyFile) {
+  {
+    std::ofstream f(Path("keys"));
+    f << "admin-0123456789abcdef admin\n";
+  }
+  ASSERT_EQ(::chmod(Path("keys").c_str(), 0644), 0);
+  for (const bool keys : {false, true}) {
+    ServeProcess p;
+    std::vector<std::string> args = {"--data", Path("data"), "--init", "--listen", keys ? "127.0.0.1:0" : "0.0.0.0:0"};
+    if (keys) args.insert(args.end(), {"--api-keys", Path("keys")});
+    p.Start(args, Path("stderr"));  // the start line of 0.0.0.0 is not the one Start() looks for
+    const std::string expected = keys ? "chmod 600" : "without --api-keys";
+    std::string err;
+    for (int i = 0; i < 100 && err.find(expected) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      err = ReadFile(Path("stderr"));
+    }
+    EXPECT_NE(err.find(expected), std::string::npos) << err;
+    EXPECT_EQ(p.Signal(SIGTERM), 0);
+  }
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "http/auth.h"
 #include "http/http_server.h"
 #include "neardup/engine/engine.h"
 #include "neardup/engine/settings.h"
@@ -53,7 +54,11 @@ struct ServeConfig {
   bool sync = true;
   bool accept_wal_loss = false;
   NamespaceSettings defaults;  // --default-* (NamespaceSettingTable)
-  bool no_auto_create = false;
+  bool init = false;           // command line only: a config file must not create stores
+  std::string api_keys;        // file of bearer tokens (http/auth.h); empty: no access control
+  int64_t max_namespaces = 1000;
+  bool auto_create_namespaces = false;
+  bool no_auto_create = false;  // before auto-create-namespaces existed; now the default
   int keep_alive_timeout = 5;
   int keep_alive_max = 1000;
   int read_timeout = 10;
@@ -146,6 +151,9 @@ const std::vector<Field>& Fields() {
       NEARDUP_FIELD("max-batch", max_batch, ReadInt),
       NEARDUP_FIELD("sync", sync, ReadBool),
       NEARDUP_FIELD("accept-wal-loss", accept_wal_loss, ReadBool),
+      NEARDUP_FIELD("api-keys", api_keys, ReadString),
+      NEARDUP_FIELD("max-namespaces", max_namespaces, ReadInt),
+      NEARDUP_FIELD("auto-create-namespaces", auto_create_namespaces, ReadBool),
       NEARDUP_FIELD("no-auto-create", no_auto_create, ReadBool),
       NEARDUP_FIELD("keep-alive-timeout", keep_alive_timeout, ReadInt),
       NEARDUP_FIELD("keep-alive-max", keep_alive_max, ReadInt),
@@ -222,7 +230,14 @@ struct Resolved {
   LocalEngineOptions engine;
   std::string store;  // non-empty: a Redis Cluster store (redis_engine.h), engine.data_dir unused
   HttpServerOptions server;
+  std::string api_keys_warning;  // printed at start (a key file others may read)
 };
+
+// Loopback addresses only this machine reaches; anything else (0.0.0.0, ::,
+// a LAN address) may be reached by others.
+bool IsLoopback(const std::string& host) {
+  return host.starts_with("127.") || host == "::1" || host == "localhost";
+}
 
 Result<Resolved> Resolve(const ServeConfig& c) {
   Resolved r;
@@ -243,6 +258,18 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   NEARDUP_RETURN_IF_ERROR(Range("write-timeout", c.write_timeout, 1, 3600));
   NEARDUP_RETURN_IF_ERROR(Range("sweep-interval-ms", c.sweep_interval_ms, 10, 3600000));
   NEARDUP_RETURN_IF_ERROR(Range("commit-delay-us", c.commit_delay_us, 0, 100000));
+  NEARDUP_RETURN_IF_ERROR(Range("max-namespaces", c.max_namespaces, 1, 10000000));
+  if (c.no_auto_create && c.auto_create_namespaces) {
+    return Status::InvalidArgument("--no-auto-create and --auto-create-namespaces contradict each other");
+  }
+  if (c.init && !c.store.empty()) {
+    return Status::InvalidArgument("--init creates a local store (--data); a Redis Cluster store needs none");
+  }
+  if (!c.api_keys.empty()) {
+    auto keys = ApiKeys::Load(c.api_keys, &r.api_keys_warning);
+    if (!keys.ok()) return keys.status();
+    r.server.api.api_keys = std::make_shared<const ApiKeys>(std::move(keys).value());
+  }
   const NamespaceSettings& s = c.defaults;
   if (Status v = s.Validate(); !v.ok()) return Status::InvalidArgument("default namespace settings: " + v.message());
 
@@ -250,7 +277,9 @@ Result<Resolved> Resolve(const ServeConfig& c) {
   r.engine.sync = c.sync;
   r.engine.accept_wal_loss = c.accept_wal_loss;
   r.engine.default_settings = s;
-  r.engine.auto_create = !c.no_auto_create;
+  r.engine.create_if_missing = c.init;
+  r.engine.auto_create = c.auto_create_namespaces && !c.no_auto_create;
+  r.engine.max_namespaces = static_cast<size_t>(c.max_namespaces);
   r.engine.sweep_interval_ms = c.sweep_interval_ms;
   r.engine.commit_delay_us = c.commit_delay_us;
 
@@ -308,6 +337,15 @@ int RunServe(const Resolved& r) {
   std::printf("neardup: listening on %s, data in %s\n", HostPort(r.server.host, port.value()).c_str(),
               where.c_str());
   std::fflush(stdout);
+  if (!r.api_keys_warning.empty()) std::fprintf(stderr, "neardup: warning: %s\n", r.api_keys_warning.c_str());
+  if (r.server.api.api_keys == nullptr && !IsLoopback(r.server.host)) {
+    // Not refused: a trusted network or a proxy in front may be the
+    // operator's design. But it is the one set-up issue 15 found wide open.
+    std::fprintf(stderr,
+                 "neardup: warning: listening on %s without --api-keys: anyone who reaches this port can read, "
+                 "write and delete every namespace (docs/service.md \"Threat model\")\n",
+                 r.server.host.c_str());
+  }
 
   std::atomic<bool> done{false};
   std::thread signal_thread([&] {
@@ -349,7 +387,13 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       "(e.g. {\"data\": \"/var/lib/neardup\", \"threads\": 32, \"default-retention\": \"7d\"}); "
       "options given on the command line override the file. SIGTERM/SIGINT: stop accepting, "
       "finish requests in flight, flush the store, exit 0.");
-  cmd->add_option("--data", flags->data, "Directory of the RocksDB store (created if missing); this or --store");
+  cmd->add_option("--data", flags->data,
+                  "Directory of the RocksDB store; this or --store. It must hold a store, unless --init is given");
+  // Only on the command line: a new, empty store must be asked for each
+  // time, so a mistyped --data (or a lost mount) is refused, not created.
+  cmd->add_flag("--init", flags->init,
+                "Create a new, empty store if --data is missing or an empty directory; an existing store is "
+                "opened as without it. A directory holding other files, or a damaged store, is refused either way");
   cmd->add_option("--store", flags->store,
                   "redis-cluster://HOST:PORT,HOST:PORT,...: keep the index in a Redis Cluster shared by any number "
                   "of serve instances (docs/cluster.md); instead of --data");
@@ -382,8 +426,20 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                 "Without it such a store refuses to open");
   // Defaults of new namespaces: generated, so none can be left out.
   AddSettingFlags<NamespaceSettings>(cmd, NamespaceSettingTable(), &flags->defaults, "default-");
+  cmd->add_option("--auto-create-namespaces", flags->auto_create_namespaces,
+                  "true: a check on an unknown namespace creates it with the default settings; false (the "
+                  "default): it is 404, and namespaces are created by PUT /v1/namespaces/{ns} only")
+      ->default_str("false");
   cmd->add_flag("--no-auto-create", flags->no_auto_create,
-                "Unknown namespaces are 404 (default: created with the default settings on first use)");
+                "Kept for old command lines and config files: the default now (--auto-create-namespaces false)");
+  cmd->add_option("--max-namespaces", flags->max_namespaces,
+                  "Most namespaces (1..10000000); creating one more, by PUT or auto-create, is 409. Not "
+                  "enforced with --store")
+      ->default_str("1000");
+  cmd->add_option("--api-keys", flags->api_keys,
+                  "File of API keys, one \"TOKEN ROLE [SCOPE]\" a line (roles read, write, admin; scope a "
+                  "namespace or PREFIX*): every route but /healthz then needs \"Authorization: Bearer TOKEN\" "
+                  "(401/403). Without it anyone who reaches the port may do anything (docs/service.md)");
   cmd->add_option("--keep-alive-timeout", flags->keep_alive_timeout,
                   "Seconds an idle kept-alive connection stays open (also bounds how long a stop waits "
                   "for idle connections)");
@@ -410,6 +466,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
     for (const Setting<NamespaceSettings>& d : NamespaceSettingTable()) {
       if (cmd->count("--" + DefaultsFlagName(d)) > 0) d.set(config.defaults, d.get(flags->defaults));
     }
+    config.init = flags->init;
     auto resolved = Resolve(config);
     if (!resolved.ok()) {
       *exit_code = Fail(resolved.status());

@@ -647,6 +647,7 @@ class LocalEngine final : public Engine {
       std::unique_lock lk(namespaces_mu_);
       auto it = namespaces_.find(name);
       if (it == namespaces_.end()) {
+        NEARDUP_RETURN_IF_ERROR(RoomForNamespaceLocked(name));
         auto settings = merge(nullptr);
         if (!settings.ok()) return settings.status();
         NEARDUP_RETURN_IF_ERROR(settings->Validate());
@@ -752,6 +753,15 @@ class LocalEngine final : public Engine {
     return ns;
   }
 
+  // Before a namespace is created, with namespaces_mu_ held: every
+  // namespace costs memory and start-up time, so an operator bounds them.
+  Status RoomForNamespaceLocked(const std::string& name) const {
+    if (options_.max_namespaces == 0 || namespaces_.size() < options_.max_namespaces) return Status::OK();
+    return Status::FailedPrecondition("cannot create namespace \"" + name + "\": there are " +
+                                      std::to_string(namespaces_.size()) +
+                                      " namespaces, the limit (--max-namespaces); delete one or raise the limit");
+  }
+
   std::shared_ptr<Namespace> Lookup(const std::string& name) {
     std::shared_lock lk(namespaces_mu_);
     auto it = namespaces_.find(name);
@@ -768,6 +778,7 @@ class LocalEngine final : public Engine {
       std::unique_lock lk(namespaces_mu_);
       auto it = namespaces_.find(name);
       if (it != namespaces_.end()) return it->second;
+      NEARDUP_RETURN_IF_ERROR(RoomForNamespaceLocked(name));
       auto ns = NewNamespace(name, options_.default_settings);
       if (!ns.ok()) return ns.status();
       created = std::move(ns).value();

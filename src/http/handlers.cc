@@ -5,6 +5,7 @@
 #include <span>
 
 #include "engine/strict_json.h"
+#include "http/auth.h"
 #include "http/json_writer.h"
 #include "http/metrics.h"
 #include "http/routes.h"
@@ -308,6 +309,40 @@ HttpResponse HandleDocument(const Context& c, const std::string& ns, std::string
   return JsonResponse(200, {{"deleted", true}, {"id", id.value()}});
 }
 
+// What a request needs from its API key (docs/service.md "Access control").
+// Unknown methods need read: they end as 405 for anyone holding a key.
+Access AccessFor(const RouteMatch& m, std::string_view method,
+                 const std::vector<std::pair<std::string, std::string>>& query) {
+  Access a;
+  switch (m.route) {
+    case Route::kHealthz: a.open = true; return a;
+    case Route::kMetrics:
+    case Route::kNamespaces: return a;  // admin of the whole service
+    default: break;
+  }
+  a.global = false;
+  auto ns = PercentDecode(m.ns);
+  a.ns = ns.ok() ? std::move(ns).value() : std::string(m.ns);
+  bool has_mode = false, every_mode_query = true;  // a batch with mode=query only reads
+  for (const auto& [key, value] : query) {
+    if (key != "mode") continue;
+    has_mode = true;
+    every_mode_query = every_mode_query && value == "query";
+  }
+  const bool query_only = has_mode && every_mode_query;
+  const bool writes_docs = method == "POST" || method == "DELETE";
+  switch (m.route) {
+    case Route::kNamespace: a.role = method == "PUT" || method == "DELETE" ? ApiRole::kAdmin : ApiRole::kRead; break;
+    case Route::kQuery: a.role = ApiRole::kRead; break;
+    case Route::kBatch: a.role = query_only ? ApiRole::kRead : ApiRole::kWrite; break;
+    case Route::kCheck:
+    case Route::kInsert:
+    case Route::kDocument: a.role = writes_docs ? ApiRole::kWrite : ApiRole::kRead; break;
+    default: a.role = ApiRole::kAdmin; break;
+  }
+  return a;
+}
+
 }  // namespace
 
 HttpResponse Dispatch(Engine& engine, const HttpRequest& request, const HttpApiOptions& options,
@@ -323,6 +358,11 @@ HttpResponse Dispatch(Engine& engine, const HttpRequest& request, const HttpApiO
     return ErrorWithStatus(404, "not_found", "no route for " + request.method.substr(0, 16) + " " + shown);
   }
   const std::string_view method = request.method == "HEAD" ? std::string_view("GET") : request.method;
+  if (options.api_keys != nullptr) {
+    // Before anything else about the request is looked at or answered.
+    const Status allowed = options.api_keys->Authorize(request.authorization, AccessFor(m, method, query));
+    if (!allowed.ok()) return FromStatus(allowed);
+  }
   if (method == "OPTIONS") {
     HttpResponse r;
     r.status = 204;

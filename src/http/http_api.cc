@@ -35,6 +35,8 @@ int HttpStatusFor(Status::Code code) {
     case Status::Code::kCorruption:
     case Status::Code::kIOError:
     case Status::Code::kInternal: return 500;
+    case Status::Code::kUnauthenticated: return 401;
+    case Status::Code::kPermissionDenied: return 403;
   }
   return 500;
 }
@@ -52,6 +54,8 @@ std::string_view ErrorCodeFor(Status::Code code) {
     case Status::Code::kResourceExhausted: return "resource_exhausted";
     case Status::Code::kUnavailable: return "unavailable";
     case Status::Code::kInternal: return "internal";
+    case Status::Code::kUnauthenticated: return "unauthenticated";
+    case Status::Code::kPermissionDenied: return "permission_denied";
   }
   return "internal";
 }
@@ -60,6 +64,8 @@ HttpResponse ErrorResponse(const Status& status) {
   const Status s = status.ok() ? Status::Internal("error response for an OK status") : status;
   HttpResponse r = ErrorWithStatus(HttpStatusFor(s.code()), ErrorCodeFor(s.code()), s.message());
   if (s.code() == Status::Code::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  // RFC 6750: a 401 names the scheme the client must use.
+  if (s.code() == Status::Code::kUnauthenticated) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"neardup\"");
   return r;
 }
 

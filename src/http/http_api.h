@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -41,6 +42,7 @@ struct HttpRequest {
   std::string path;
   std::vector<std::pair<std::string, std::string>> query;  // decoded
   std::string body;
+  std::string authorization;  // the Authorization header's value, "" if none
 
   // Splits a request target ("/path?a=b&c") into path and decoded query.
   static HttpRequest FromTarget(std::string method, std::string_view target, std::string body);
@@ -57,6 +59,7 @@ struct HttpResponse {
 };
 
 class HttpMetrics;
+class ApiKeys;
 
 struct HttpApiOptions {
   // Settings of namespaces created by PUT (fields not given in the body).
@@ -69,6 +72,12 @@ struct HttpApiOptions {
   // Rendered by GET /metrics; without it /metrics shows only the engine's
   // and the process's figures.
   const HttpMetrics* metrics = nullptr;
+  // Without keys every request is served (the service trusts its network).
+  // With keys, every route but GET /healthz needs "Authorization: Bearer"
+  // with a key whose role and scope cover the request (http/auth.h): else
+  // 401 (no or unknown key) or 403 (the key lacks the right), before the
+  // request is looked at further.
+  std::shared_ptr<const ApiKeys> api_keys;
 };
 
 // The one place a Status code becomes an HTTP status.

@@ -167,7 +167,7 @@ bool HttpRequestParser::ParseHead() {
   req_.minor_version = version[7] - '0';
 
   // Header fields.
-  bool has_length = false, chunked = false, conn_close = false, conn_keep_alive = false;
+  bool has_length = false, chunked = false, conn_close = false, conn_keep_alive = false, has_authorization = false;
   uint64_t length = 0;
   while (!fields.empty()) {
     const size_t end = fields.find("\r\n");
@@ -216,6 +216,15 @@ bool HttpRequestParser::ParseHead() {
       conn_keep_alive = conn_keep_alive || ListHas(value, "keep-alive");
     } else if (EqualsNoCase(name, "expect")) {
       req_.expect_continue = EqualsNoCase(value, "100-continue");
+    } else if (EqualsNoCase(name, "authorization")) {
+      // Two credentials are ambiguous: which one a proxy checked and which
+      // one we would is exactly how such tricks work.
+      if (has_authorization) {
+        Fail(400, "repeated Authorization field");
+        return false;
+      }
+      has_authorization = true;
+      req_.authorization = std::string(value);
     }
   }
   if (has_length && chunked) {

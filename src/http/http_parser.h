@@ -35,6 +35,7 @@ struct ParsedHttpRequest {
   bool keep_alive = true;
   bool expect_continue = false;  // "Expect: 100-continue"
   bool has_body_framing = false; // Content-Length or chunked was given
+  std::string authorization;     // the Authorization field's value ("" if none; twice is a 400)
   std::string body;
 };
 

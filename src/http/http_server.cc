@@ -469,6 +469,7 @@ struct HttpServer::Impl {
     const bool head = req.method == "HEAD";
     auto request = std::make_shared<HttpRequest>(HttpRequest::FromTarget(std::move(req.method), req.target,
                                                                         std::move(req.body)));
+    request->authorization = std::move(req.authorization);
     Loop* loop = &l;
     const uint64_t id = c.id;
     Responder respond = [this, loop, id, keep_alive, head, start, request](HttpResponse r) {

@@ -9,6 +9,7 @@ Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& option
   RocksStoreOptions store_options;
   store_options.sync = options.sync;
   store_options.accept_wal_loss = options.accept_wal_loss;
+  store_options.create_if_missing = options.create_if_missing;
   NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<DocumentStore> store, OpenRocksStore(options.data_dir, store_options));
   return OpenLocalEngine(options, std::move(store));
 }

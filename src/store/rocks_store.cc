@@ -4,6 +4,7 @@
 // store is usable from other translation units' static initializers.
 #include "neardup/store/rocks_store.h"
 
+#include "store/store_files.h"
 #include "util/coding.h"
 
 #include <rocksdb/cache.h>
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -187,6 +189,13 @@ Status DecodeRecord(std::string_view key, std::string_view value, StoredDocument
 rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
   rocksdb::Options o;
   o.create_if_missing = options.create_if_missing;
+  // Checksums of every file RocksDB reads at open (MANIFEST, WAL, table
+  // footers and index blocks) fail the open instead of being skipped; table
+  // file sizes are checked against the MANIFEST (a missing or truncated .sst
+  // is refused). Data blocks are checked when read: the engine's start-up
+  // scan reads every document's block (docs/storage.md "Damaged files").
+  o.paranoid_checks = true;
+  o.skip_checking_sst_file_sizes_on_db_open = false;
   o.IncreaseParallelism(2);  // background flush + compaction threads
   o.compaction_style = rocksdb::kCompactionStyleLevel;
   o.level_compaction_dynamic_level_bytes = true;  // bounds space amplification
@@ -229,13 +238,70 @@ rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
   return o;
 }
 
+namespace fs = std::filesystem;
+using store_internal::CheckStoreDirectory;
+using store_internal::ClassifyDamage;
+using store_internal::DamagedFile;
+using store_internal::TableFiles;
+using store_internal::WithDamageCost;
+
+// RocksDB deletes, at open, table files its MANIFEST does not list: the
+// unfinished output of a flush or compaction cut off by a crash (harmless:
+// their data is still in the WAL or the inputs), or the tables of a MANIFEST
+// that lost records at a record boundary, which no check can tell apart. Not
+// silent: each is named on stderr.
+void ReportDroppedTables(rocksdb::DB& db, const std::string& dir, const std::set<std::string>& before) {
+  std::vector<rocksdb::LiveFileMetaData> live;
+  db.GetLiveFilesMetaData(&live);
+  std::set<std::string> live_names;
+  for (const auto& f : live) live_names.insert(fs::path(f.name).filename().string());
+  for (const std::string& name : before) {
+    if (live_names.count(name) == 0) {
+      std::cerr << "warning: " << dir << "/" << name
+                << " is not listed in the MANIFEST, so RocksDB ignores it (and deletes it as obsolete): the leftover "
+                   "of a flush or compaction cut off by a crash (harmless), or, if the MANIFEST was damaged, documents "
+                   "lost\n";
+    }
+  }
+}
+
 // True if `dir` holds a write-ahead log file (NNNNNN.log).
 bool HasWalFile(const std::string& dir) {
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() == ".log") return true;
   }
   return false;
+}
+
+// The open's failure in words an operator can act on, keeping RocksDB's
+// message (it names the file). Damage is kCorruption and never "not a
+// neardup store".
+Status OpenFailure(const std::string& dir, const rocksdb::Status& s, bool accept_wal_loss) {
+  const std::string rocks = s.ToString();
+  const DamagedFile damage = ClassifyDamage(rocks);
+  // RocksDB reports a missing table file as Corruption wrapping the IO error.
+  const bool missing = (s.IsIOError() || s.IsCorruption()) && rocks.find("No such file") != std::string::npos;
+  if (s.IsCorruption() && !accept_wal_loss && HasWalFile(dir) &&
+      (damage.kind.empty() || damage.kind.starts_with("write-ahead"))) {
+    // With kTolerateCorruptedTailRecords, damage inside a WAL is reported
+    // here; RocksDB's message names the log ("... log #N ..." / "... .log").
+    return Status::Corruption(
+        "cannot open the store in " + dir + ": RocksDB reports corruption (" + rocks +
+        "). If this is the write-ahead log (*.log), it is damaged beyond a torn last record, and acknowledged "
+        "documents written after the damage could be lost. To open anyway, keeping what precedes the damage "
+        "and dropping the rest, restart with --accept-wal-loss (RocksStoreOptions::accept_wal_loss); copy the "
+        "directory first to keep the damaged log");
+  }
+  if ((s.IsCorruption() || missing) && !damage.kind.empty()) {
+    return Status::Corruption("cannot open the store in " + dir + ": its " + damage.kind + " is " +
+                              (missing ? "missing" : "damaged") + " (RocksDB: " + rocks + "); " + damage.loss +
+                              ". neardup does not open a store in this state: restore the directory from a "
+                              "backup (keep a copy of the damaged one)");
+  }
+  // "rocksdb could not open ...": not to be confused with the directory
+  // holding a database that is not a neardup store.
+  return FromRocks(s, "could not open the database in " + dir);
 }
 
 // ---- the store -------------------------------------------------------------
@@ -330,7 +396,7 @@ class RocksStore final : public DocumentStore {
       doc.id.assign(key.substr(begin.size()));
       NEARDUP_RETURN_IF_ERROR(fn(std::move(doc)));
     }
-    return FromRocks(it->status(), "scan " + dir_);
+    return WithDamageCost(FromRocks(it->status(), "scan " + dir_));
   }
 
   Status Compact(const std::string& ns) override {
@@ -371,35 +437,25 @@ class RocksStore final : public DocumentStore {
 
 Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, const RocksStoreOptions& options) {
   if (dir.empty()) return Status::InvalidArgument("store directory is empty");
-  if (!options.create_if_missing) {
-    std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec)) {
-      return Status::NotFound("no store in " + dir + " (create_if_missing is off)");
-    }
+  NEARDUP_RETURN_IF_ERROR(CheckStoreDirectory(dir, options.create_if_missing));
+  if (options.create_if_missing) {
+    std::error_code ec;  // RocksDB makes only the last level; --init /var/lib/neardup/x makes them all
+    fs::create_directories(dir, ec);
+    if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
   }
   if (options.accept_wal_loss) {
     std::cerr << "warning: opening " << dir
               << " with --accept-wal-loss: a damaged write-ahead log is replayed only up to the first damaged "
                  "record; acknowledged writes after it are dropped\n";
   }
+  std::error_code ec;
+  const bool existed = fs::exists(fs::path(dir) / "CURRENT", ec);
+  const std::set<std::string> tables_before = TableFiles(dir);
   rocksdb::DB* raw = nullptr;
   const rocksdb::Status open_status = rocksdb::DB::Open(MakeRocksOptions(options), dir, &raw);
-  if (open_status.IsCorruption() && !options.accept_wal_loss && HasWalFile(dir)) {
-    // With kTolerateCorruptedTailRecords, damage inside a WAL is reported
-    // here; RocksDB's message names the log ("... log #N ..." / "... .log").
-    // Other corruption (an SST or the MANIFEST) has the same code, so say
-    // what it probably is and keep RocksDB's words.
-    return Status::Corruption(
-        "cannot open the store in " + dir + ": RocksDB reports corruption (" + open_status.ToString() +
-        "). If this is the write-ahead log (*.log), it is damaged beyond a torn last record, and acknowledged "
-        "documents written after the damage could be lost. To open anyway, keeping what precedes the damage "
-        "and dropping the rest, restart with --accept-wal-loss (RocksStoreOptions::accept_wal_loss); copy the "
-        "directory first to keep the damaged log");
-  }
-  // "rocksdb could not open ...": not to be confused with the directory holding a
-  // database that is not a neardup store (below).
-  NEARDUP_RETURN_IF_ERROR(FromRocks(open_status, "could not open the database in " + dir));
+  if (!open_status.ok()) return OpenFailure(dir, open_status, options.accept_wal_loss);
   std::unique_ptr<rocksdb::DB> db(raw);
+  ReportDroppedTables(*db, dir, tables_before);
 
   std::string version;
   rocksdb::Status rs = db->Get(rocksdb::ReadOptions(), rocksdb::Slice(kFormatKey.data(), kFormatKey.size()), &version);
@@ -408,9 +464,25 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
     it->SeekToFirst();
     if (it->Valid()) {
-      return Status::FailedPrecondition("RocksDB database in " + dir + " has no neardup format record: not a neardup store");
+      // Either another program's database or a neardup store that lost the
+      // table file holding the record: say both, it is not ours to decide.
+      return Status::FailedPrecondition(
+          "RocksDB database in " + dir +
+          " has no neardup format record but holds other keys: it is not a neardup store, or it is one that lost "
+          "table files (damage); refusing to open it");
     }
     NEARDUP_RETURN_IF_ERROR(FromRocks(it->status(), "open " + dir));
+    if (existed) {
+      // A store is never empty: its first write is the format record. An
+      // empty database behind an existing CURRENT lost everything (a
+      // MANIFEST cut at a record boundary, or the write-ahead log of a store
+      // never flushed cut or deleted); do not make it a new store.
+      return Status::Corruption(
+          "the store in " + dir + " opened empty: it has a CURRENT file and a MANIFEST but not even the neardup "
+          "format record, so its MANIFEST, table files or write-ahead log (*.log) lost everything; every document "
+          "would be lost. Restore the directory from a backup. (If this directory never held documents, e.g. its "
+          "first start was interrupted, remove it and start with --init)");
+    }
     rocksdb::WriteOptions wo;
     wo.sync = true;
     NEARDUP_RETURN_IF_ERROR(FromRocks(

@@ -15,6 +15,8 @@ std::string_view Status::CodeName(Code code) {
     case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kUnavailable: return "Unavailable";
     case Code::kInternal: return "Internal";
+    case Code::kUnauthenticated: return "Unauthenticated";
+    case Code::kPermissionDenied: return "PermissionDenied";
   }
   return "Unknown";
 }

@@ -19,7 +19,8 @@
 //
 // Errors: kInvalidArgument (bad name, id, text or settings), kNotFound
 // (unknown namespace or document), kFailedPrecondition (a settings change
-// that would mix fingerprint schemes), kUnavailable (shutting down or the
+// that would mix fingerprint schemes, or a new namespace past the engine's
+// limit, LocalEngineOptions::max_namespaces), kUnavailable (shutting down or the
 // store is unreachable), kIOError.
 //
 // Thread-safety: all methods may be called concurrently.

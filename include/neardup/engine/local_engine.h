@@ -33,8 +33,13 @@ struct LocalEngineOptions {
   std::string data_dir;                 // RocksDB directory (store/rocks_store.h; ignored by the store overload)
   bool sync = true;                     // fsync per group commit
   bool accept_wal_loss = false;         // RocksStoreOptions::accept_wal_loss (ignored by the store overload)
+  bool create_if_missing = true;        // RocksStoreOptions::create_if_missing (ignored by the store overload)
   NamespaceSettings default_settings;   // for auto-created namespaces
   bool auto_create = true;              // unknown namespaces are created on first use
+  // Most namespaces; creating one more (PUT or auto-create) is
+  // kFailedPrecondition. 0: no limit. Namespaces loaded at open are never
+  // refused, even past the limit.
+  size_t max_namespaces = 0;
   // Retention sweeper period; 0 (or less): no sweeper thread, sweeps run only
   // when SweepExpiredForTesting() asks (expired documents still never match).
   int64_t sweep_interval_ms = 1000;

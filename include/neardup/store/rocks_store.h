@@ -29,7 +29,12 @@ namespace neardup {
 
 struct RocksStoreOptions {
   bool sync = true;              // fsync the WAL before a write returns (docs/storage.md)
-  bool create_if_missing = true;  // else a missing store is kNotFound
+  // true: a missing or empty directory becomes a new, empty store (`serve
+  // --init`); an existing store is opened as with false. false: a missing or
+  // empty directory is kNotFound. Either way a directory holding other files
+  // is kFailedPrecondition and one holding store files but no CURRENT is
+  // kCorruption (RocksDB would start over and delete them).
+  bool create_if_missing = true;
   size_t block_cache_bytes = 64 << 20;  // LRU cache of data, index and filter blocks
   // A write-ahead log damaged anywhere but its last record (what kill -9 or a
   // power cut leaves) makes the open fail with kCorruption, because replaying
@@ -41,10 +46,15 @@ struct RocksStoreOptions {
 };
 
 // Opens (or creates) the store in directory `dir`. Errors: kNotFound if the
-// store is missing and !create_if_missing, kFailedPrecondition for a store of
-// an unknown format version or a RocksDB directory that is not a neardup
-// store, kCorruption naming the directory for a damaged write-ahead log
-// (unless options.accept_wal_loss), kIOError / kCorruption from RocksDB.
+// store is missing and !create_if_missing, kFailedPrecondition for a
+// directory that is not a store (other files; a RocksDB database without the
+// neardup format record; an unknown format version), kCorruption naming the
+// directory for a damaged write-ahead log (unless options.accept_wal_loss),
+// kCorruption naming the file and what its loss costs for a damaged or
+// missing MANIFEST, CURRENT or table file (never opened: no flag accepts
+// that), kIOError from RocksDB. A damaged data block of a table file is
+// found when read (the engine's start-up scan reads them all): kCorruption
+// naming the file. docs/storage.md "Damaged files".
 Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir,
                                                       const RocksStoreOptions& options = {});
 

@@ -12,6 +12,8 @@
 //   kIOError          -> 500 / exit 1
 //   kResourceExhausted-> 413 / 429
 //   kUnavailable      -> 503
+//   kUnauthenticated  -> 401 (no or unknown credentials)
+//   kPermissionDenied -> 403 (known credentials without the right)
 //
 // Thread-safety: Status and Result are plain values; distinct objects may be
 // used from distinct threads freely.
@@ -40,6 +42,8 @@ class [[nodiscard]] Status {
     kResourceExhausted,
     kUnavailable,
     kInternal,
+    kUnauthenticated,
+    kPermissionDenied,
   };
 
   Status() = default;  // OK
@@ -56,6 +60,8 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
