@@ -9,6 +9,9 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
@@ -18,6 +21,12 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -118,7 +127,10 @@ Status FromRocks(const rocksdb::Status& s, std::string_view context) {
     case rocksdb::Status::kCorruption: return Status::Corruption(std::move(msg));
     case rocksdb::Status::kNotSupported: return Status::NotSupported(std::move(msg));
     case rocksdb::Status::kInvalidArgument: return Status::InvalidArgument(std::move(msg));
-    case rocksdb::Status::kIOError: return Status::IOError(std::move(msg));
+    case rocksdb::Status::kIOError:
+      // ENOSPC: a state that clears when space is freed (HTTP 507), not a fault.
+      if (s.IsNoSpace()) return Status::StorageFull(std::move(msg));
+      return Status::IOError(std::move(msg));
     case rocksdb::Status::kBusy:
     case rocksdb::Status::kTimedOut:
     case rocksdb::Status::kTryAgain:
@@ -184,8 +196,23 @@ Status DecodeRecord(std::string_view key, std::string_view value, StoredDocument
 }
 
 // ---- options ---------------------------------------------------------------
-rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
+// RocksDB's own recovery from a background error is off: for a full disk it
+// waits for free space of a whole write buffer (64 MB) and retries every 5 s,
+// so on a small disk writes never came back (issue 15); and while it runs a
+// DB::Resume() is refused. The store recovers on its own terms instead
+// (RocksStore::Recover).
+class NoAutoRecovery final : public rocksdb::EventListener {
+ public:
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status, bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+};
+
+rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options, rocksdb::Env* env) {
   rocksdb::Options o;
+  if (env != nullptr) o.env = env;
+  o.listeners.push_back(std::make_shared<NoAutoRecovery>());
+  o.max_bgerror_resume_count = 0;  // no automatic resume after retryable I/O errors either
   o.create_if_missing = options.create_if_missing;
   o.IncreaseParallelism(2);  // background flush + compaction threads
   o.compaction_style = rocksdb::kCompactionStyleLevel;
@@ -238,23 +265,81 @@ bool HasWalFile(const std::string& dir) {
   return false;
 }
 
+
 // ---- the store -------------------------------------------------------------
+
+// Collects the keys a write batch touches.
+class BatchKeys final : public rocksdb::WriteBatch::Handler {
+ public:
+  rocksdb::Status PutCF(uint32_t, const rocksdb::Slice& key, const rocksdb::Slice&) override {
+    keys.push_back(key.ToString());
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t, const rocksdb::Slice& key) override {
+    keys.push_back(key.ToString());
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+    ++ranges;
+    return rocksdb::Status::OK();
+  }
+  std::vector<std::string> keys;
+  int ranges = 0;
+};
+
+// How often a write may try to bring a failed store back: each try probes
+// the disk (and may flush), so a full disk is not hammered, while a client
+// retrying after Retry-After: 1 finds it recovered.
+constexpr std::chrono::milliseconds kRecoverInterval{100};
+// Free space a recovery needs beyond the unflushed data it writes out.
+constexpr uint64_t kRecoverHeadroomBytes = 1 << 20;
+// Keys whose earlier values are kept for undoing failed writes (below).
+constexpr size_t kMaxUndoKeys = 1 << 20;
+
 class RocksStore final : public DocumentStore {
  public:
-  RocksStore(std::string dir, const RocksStoreOptions& options, std::unique_ptr<rocksdb::DB> db)
-      : dir_(std::move(dir)), db_(std::move(db)) {
+  RocksStore(std::string dir, const RocksStoreOptions& options)
+      : dir_(std::move(dir)),
+        options_(options),
+        fs_(options.file_system ? options.file_system : rocksdb::FileSystem::Default()),
+        env_(options.file_system ? rocksdb::NewCompositeEnv(options.file_system) : nullptr) {
     write_options_.sync = options.sync;
   }
 
   ~RocksStore() override {
-    // With sync=false, a clean shutdown still leaves everything on disk.
-    if (!write_options_.sync) (void)db_->SyncWAL();
+    if (!db_) return;
+    // With sync=false, a clean shutdown still leaves everything on disk. Not
+    // after a failed write: SyncWAL on a log whose writer saw an error trips
+    // an assertion in RocksDB (WritableFileWriter::SyncWithoutFlush).
+    if (!write_options_.sync && !failed_.load()) (void)db_->SyncWAL();
     (void)db_->Close();
+  }
+
+  // DB::Open with the store's options; db_ must be null.
+  rocksdb::Status OpenDb() {
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status rs = rocksdb::DB::Open(MakeRocksOptions(options_, env_.get()), dir_, &raw);
+    if (rs.ok()) db_.reset(raw);
+    return rs;
+  }
+
+  rocksdb::DB* db() { return db_.get(); }
+
+  // Writes the format record of a new store (synced whatever options.sync:
+  // the store exists once this is durable).
+  Status PutFormat() {
+    rocksdb::WriteBatch batch;
+    NEARDUP_RETURN_IF_ERROR(FromRocks(batch.Put(rocksdb::Slice(kFormatKey.data(), kFormatKey.size()),
+                                                rocksdb::Slice(kFormatVersion.data(), kFormatVersion.size())),
+                                      "initialize"));
+    return Write(&batch, "initialize " + dir_, /*force_sync=*/true);
   }
 
   Status PutNamespace(const std::string& ns, const std::string& settings) override {
     NEARDUP_RETURN_IF_ERROR(CheckNamespace(ns));
-    return FromRocks(db_->Put(write_options_, NamespaceKey(ns), settings), "put namespace in " + dir_);
+    rocksdb::WriteBatch batch;
+    NEARDUP_RETURN_IF_ERROR(FromRocks(batch.Put(NamespaceKey(ns), settings), "put namespace"));
+    return Write(&batch, "put namespace in " + dir_);
   }
 
   Status DeleteNamespace(const std::string& ns) override {
@@ -264,7 +349,7 @@ class RocksStore final : public DocumentStore {
     rocksdb::WriteBatch batch;
     NEARDUP_RETURN_IF_ERROR(FromRocks(batch.Delete(NamespaceKey(ns)), "delete namespace"));
     NEARDUP_RETURN_IF_ERROR(FromRocks(batch.DeleteRange(begin, limit), "delete namespace"));
-    NEARDUP_RETURN_IF_ERROR(FromRocks(db_->Write(write_options_, &batch), "delete namespace in " + dir_));
+    NEARDUP_RETURN_IF_ERROR(Write(&batch, "delete namespace in " + dir_));
     // Best effort: the delete is done; reclaiming the space can fail or wait.
     (void)CompactRangeOf(begin, limit);
     return Status::OK();
@@ -272,6 +357,8 @@ class RocksStore final : public DocumentStore {
 
   Status ListNamespaces(std::vector<std::pair<std::string, std::string>>* out) override {
     out->clear();
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     const std::string begin(1, kNamespaceTag);
     const std::string limit(1, kDocTag);
     const rocksdb::Slice upper(limit);
@@ -296,13 +383,15 @@ class RocksStore final : public DocumentStore {
       rocksdb::Status rs = w.op == StoreWrite::Op::kPut ? batch.Put(key, EncodeRecord(w.doc)) : batch.Delete(key);
       NEARDUP_RETURN_IF_ERROR(FromRocks(rs, "build batch"));
     }
-    return FromRocks(db_->Write(write_options_, &batch), "write to " + dir_);
+    return Write(&batch, "write to " + dir_);
   }
 
   Status Get(const std::string& ns, const std::string& id, StoredDocument* out) override {
     NEARDUP_RETURN_IF_ERROR(CheckNamespace(ns));
     const std::string key = DocKey(ns, id);
     rocksdb::PinnableSlice value;
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), key, &value);
     if (rs.IsNotFound()) return Status::NotFound(DescribeDocKey(key) + " not found");
     NEARDUP_RETURN_IF_ERROR(FromRocks(rs, "get from " + dir_));
@@ -321,6 +410,8 @@ class RocksStore final : public DocumentStore {
     rocksdb::ReadOptions ro;
     ro.iterate_upper_bound = &upper;
     ro.fill_cache = false;  // a full scan (restart) would only evict the working set
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
     for (it->Seek(begin); it->Valid(); it->Next()) {
       const std::string_view key(it->key().data(), it->key().size());
@@ -339,6 +430,8 @@ class RocksStore final : public DocumentStore {
   }
 
   uint64_t ApproximateDiskBytes() override {
+    std::shared_lock lk(db_mu_);
+    if (!db_) return 0;
     uint64_t total = 0;
     uint64_t sst = 0;
     if (db_->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst)) total += sst;
@@ -355,7 +448,193 @@ class RocksStore final : public DocumentStore {
   std::string Describe() const override { return "rocksdb:" + dir_; }
 
  private:
+  // ---- writes and recovery from failed ones ----------------------------------
+  //
+  // After a failed write RocksDB stops taking writes (a "background error")
+  // and must be told to go on (DB::Resume). Two of its ways on lead to an
+  // abort (assertions are on in Debian's librocksdb): the log writer that
+  // failed refuses any further use with assert(sync_without_flush_called_)
+  // in WritableFileWriter::AssertFalseAndGetStatusForPrevError. Resume()
+  // switches to a new log only when the memtable holds data; with an empty
+  // memtable (just after an open or a flush) it clears the error and keeps
+  // the failed log, and the next write aborts. So: no write reaches RocksDB
+  // while the store is failed (Write checks first); a recovery runs with
+  // every writer excluded (db_mu_), and when Resume did not move to a new
+  // log, or refused (an I/O error is fatal to RocksDB 7.8), the database is
+  // closed and opened again instead.
+  //
+  // A reopen replays the log, where a failed write can lie whole (its append
+  // went through and its fsync failed). The client heard that it failed and
+  // the engine forgot it, so the store puts back what the failed batches'
+  // keys held before (undo_, read when the failure was seen) before any new
+  // write. Resume does not need that: it flushes the memtable, which never
+  // got the failed write, and drops the old log.
+
+  Status Write(rocksdb::WriteBatch* batch, const std::string& what, bool force_sync = false) {
+    NEARDUP_RETURN_IF_ERROR(Recover());
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
+    rocksdb::WriteOptions wo = write_options_;
+    if (force_sync) wo.sync = true;
+    const rocksdb::Status rs = db_->Write(wo, batch);
+    if (rs.ok()) return Status::OK();
+    Status st = FromRocks(rs, what);
+    if (rs.IsIOError()) NoteFailureLocked(*batch, st);  // NoSpace is an IOError too
+    return st;
+  }
+
+  // A write failed on disk: the store refuses writes until Recover() brings
+  // it back. Called with db_mu_ held (shared), so db_ is open.
+  void NoteFailureLocked(const rocksdb::WriteBatch& batch, const Status& st) {
+    BatchKeys keys;
+    (void)batch.Iterate(&keys);
+    std::lock_guard lk(failure_mu_);
+    if (!failed_.load()) {
+      failure_ = st;
+      wal_at_failure_ = CurrentWal();
+      failed_.store(true);
+      std::cerr << "neardup: store " << dir_ << ": a write failed (" << st.ToString()
+                << "); reads go on, writes fail until the disk takes writes again\n";
+    }
+    if (keys.ranges > 0) {
+      std::cerr << "neardup: store " << dir_ << ": a failed namespace deletion may still take effect if the "
+                << "store has to be reopened\n";
+    }
+    for (std::string& key : keys.keys) {
+      if (undo_.size() >= kMaxUndoKeys || undo_.count(key) != 0) continue;
+      std::string value;
+      const rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), key, &value);
+      if (rs.ok()) {
+        undo_.emplace(std::move(key), std::move(value));
+      } else if (rs.IsNotFound()) {
+        undo_.emplace(std::move(key), std::nullopt);
+      }
+    }
+  }
+
+  // OK if writes may go on: the store is healthy, or it was failed and is
+  // back now. Else the failure (kStorageFull or kIOError), at once.
+  Status Recover() {
+    if (!failed_.load(std::memory_order_acquire)) return Status::OK();
+    std::lock_guard rl(recover_mu_);
+    if (!failed_.load()) return Status::OK();
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_attempt_) return CurrentFailure();
+    next_attempt_ = now + kRecoverInterval;
+    Status s = ProbeDisk();
+    if (s.ok()) {
+      std::unique_lock lk(db_mu_);  // no write in flight while RocksDB recovers
+      s = TryRecoverLocked();
+    }
+    std::lock_guard fl(failure_mu_);
+    if (!s.ok()) {
+      failure_ = s;
+      return s;
+    }
+    failed_.store(false, std::memory_order_release);
+    std::cerr << "neardup: store " << dir_ << ": writes resumed\n";
+    return Status::OK();
+  }
+
+  Status CurrentFailure() {
+    std::lock_guard lk(failure_mu_);
+    return failure_;
+  }
+
+  // With db_mu_ held exclusively.
+  Status TryRecoverLocked() {
+    if (db_) {
+      const rocksdb::Status rs = db_->Resume();
+      const uint64_t wal = rs.ok() ? CurrentWal() : 0;
+      uint64_t failed_wal;
+      {
+        std::lock_guard lk(failure_mu_);
+        failed_wal = wal_at_failure_;
+      }
+      if (rs.ok() && wal != 0 && wal != failed_wal) return replayed_ ? ApplyUndoLocked() : ClearUndo();
+      // Resume refused, or kept the failed log (see above): start over.
+      (void)db_->Close();
+      db_.reset();
+    }
+    const rocksdb::Status rs = OpenDb();
+    if (!rs.ok()) return FromRocks(rs, "reopen the database in " + dir_ + " after a failed write");
+    replayed_ = true;
+    return ApplyUndoLocked();
+  }
+
+  // The disk takes writes again: room for the unflushed data that a
+  // recovery writes out, and a small file written, synced and removed.
+  // Reads do not wait for it: it holds db_mu_ only to read the memtable size.
+  Status ProbeDisk() {
+    uint64_t unflushed = 0;
+    {
+      std::shared_lock lk(db_mu_);
+      if (db_) (void)db_->GetIntProperty(rocksdb::DB::Properties::kSizeAllMemTables, &unflushed);
+    }
+    uint64_t free = 0;
+    if (fs_->GetFreeSpace(dir_, rocksdb::IOOptions(), &free, nullptr).ok() &&
+        free < unflushed + kRecoverHeadroomBytes) {
+      return Status::StorageFull("the disk of " + dir_ + " is still full: " + std::to_string(free) +
+                                 " bytes free, recovery needs " + std::to_string(unflushed + kRecoverHeadroomBytes));
+    }
+    const std::string path = dir_ + "/NEARDUP-WRITE-PROBE";
+    std::unique_ptr<rocksdb::FSWritableFile> f;
+    rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &f, nullptr);
+    if (s.ok()) {
+      const std::string page(4096, '\0');
+      s = f->Append(page, rocksdb::IOOptions(), nullptr);
+      if (s.ok()) s = f->Sync(rocksdb::IOOptions(), nullptr);
+      const rocksdb::IOStatus closed = f->Close(rocksdb::IOOptions(), nullptr);
+      if (s.ok()) s = closed;
+    }
+    (void)fs_->DeleteFile(path, rocksdb::IOOptions(), nullptr);
+    return FromRocks(s, "probe the disk of " + dir_);
+  }
+
+  // Puts back what the keys of failed writes held before them (synced).
+  Status ApplyUndoLocked() {
+    std::lock_guard lk(failure_mu_);
+    if (!undo_.empty()) {
+      rocksdb::WriteBatch batch;
+      for (const auto& [key, value] : undo_) {
+        NEARDUP_RETURN_IF_ERROR(FromRocks(value ? batch.Put(key, *value) : batch.Delete(key), "build undo batch"));
+      }
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      const rocksdb::Status rs = db_->Write(wo, &batch);
+      if (!rs.ok()) {
+        wal_at_failure_ = CurrentWal();  // this log failed now
+        return FromRocks(rs, "undo failed writes in " + dir_);
+      }
+    }
+    undo_.clear();
+    replayed_ = false;
+    return Status::OK();
+  }
+
+  Status ClearUndo() {
+    std::lock_guard lk(failure_mu_);
+    undo_.clear();
+    return Status::OK();
+  }
+
+  // Number of the live write-ahead log; 0 if unknown.
+  uint64_t CurrentWal() {
+    std::unique_ptr<rocksdb::LogFile> wal;
+    if (!db_ || !db_->GetCurrentWalFile(&wal).ok() || !wal) return 0;
+    return wal->LogNumber();
+  }
+
+  // With db_mu_ held: db_ is null only after a reopen failed.
+  Status CheckOpen() const {
+    if (db_) return Status::OK();
+    return Status::Unavailable("the store in " + dir_ + " is closed after a failed write; it reopens once the disk "
+                               "takes writes again");
+  }
+
   Status CompactRangeOf(const std::string& begin, const std::string& limit) {
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     rocksdb::CompactRangeOptions cro;
     cro.exclusive_manual_compaction = false;  // let automatic compactions proceed
     const rocksdb::Slice b(begin), e(limit);
@@ -363,8 +642,22 @@ class RocksStore final : public DocumentStore {
   }
 
   const std::string dir_;
-  std::unique_ptr<rocksdb::DB> db_;
+  const RocksStoreOptions options_;
+  const std::shared_ptr<rocksdb::FileSystem> fs_;
+  const std::unique_ptr<rocksdb::Env> env_;  // over options_.file_system; null: the default Env
   rocksdb::WriteOptions write_options_;
+
+  // Lock order: recover_mu_, db_mu_, failure_mu_.
+  std::mutex recover_mu_;  // one recovery at a time
+  std::chrono::steady_clock::time_point next_attempt_;  // under recover_mu_
+  std::shared_mutex db_mu_;  // shared: any use of db_; exclusive: recovery (Resume, reopen)
+  std::unique_ptr<rocksdb::DB> db_;
+  bool replayed_ = false;  // reopened since the failure: undo_ must be applied (under db_mu_)
+  std::atomic<bool> failed_{false};  // a write failed; writes refused until Recover()
+  std::mutex failure_mu_;
+  Status failure_;                 // what refused writes answer
+  uint64_t wal_at_failure_ = 0;    // the log that a write failed on
+  std::map<std::string, std::optional<std::string>> undo_;  // key -> value before the failed writes
 };
 
 }  // namespace
@@ -382,8 +675,8 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
               << " with --accept-wal-loss: a damaged write-ahead log is replayed only up to the first damaged "
                  "record; acknowledged writes after it are dropped\n";
   }
-  rocksdb::DB* raw = nullptr;
-  const rocksdb::Status open_status = rocksdb::DB::Open(MakeRocksOptions(options), dir, &raw);
+  auto store = std::make_unique<RocksStore>(dir, options);
+  const rocksdb::Status open_status = store->OpenDb();
   if (open_status.IsCorruption() && !options.accept_wal_loss && HasWalFile(dir)) {
     // With kTolerateCorruptedTailRecords, damage inside a WAL is reported
     // here; RocksDB's message names the log ("... log #N ..." / "... .log").
@@ -396,10 +689,16 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
         "and dropping the rest, restart with --accept-wal-loss (RocksStoreOptions::accept_wal_loss); copy the "
         "directory first to keep the damaged log");
   }
+  if (open_status.IsNoSpace()) {
+    // Opening writes a new MANIFEST and log (and flushes what the old log
+    // holds): it cannot on a full disk. Nothing was changed.
+    return Status::StorageFull("cannot open the store in " + dir + ": the disk is full (" + open_status.ToString() +
+                               "). Free some space on it and start again");
+  }
   // "rocksdb could not open ...": not to be confused with the directory holding a
   // database that is not a neardup store (below).
   NEARDUP_RETURN_IF_ERROR(FromRocks(open_status, "could not open the database in " + dir));
-  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::DB* db = store->db();
 
   std::string version;
   rocksdb::Status rs = db->Get(rocksdb::ReadOptions(), rocksdb::Slice(kFormatKey.data(), kFormatKey.size()), &version);
@@ -411,12 +710,8 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
       return Status::FailedPrecondition("RocksDB database in " + dir + " has no neardup format record: not a neardup store");
     }
     NEARDUP_RETURN_IF_ERROR(FromRocks(it->status(), "open " + dir));
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    NEARDUP_RETURN_IF_ERROR(FromRocks(
-        db->Put(wo, rocksdb::Slice(kFormatKey.data(), kFormatKey.size()),
-                rocksdb::Slice(kFormatVersion.data(), kFormatVersion.size())),
-        "initialize " + dir));
+    it.reset();  // before the store can be destroyed (an iterator must not outlive its database)
+    NEARDUP_RETURN_IF_ERROR(store->PutFormat());
   } else if (!rs.ok()) {
     return FromRocks(rs, "open " + dir);
   } else if (version != kFormatVersion) {
@@ -424,7 +719,7 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
                                       "'; this build reads version " + std::string(kFormatVersion));
   }
   static_assert(kFormatKey[0] == kMetaTag);
-  return std::unique_ptr<DocumentStore>(std::make_unique<RocksStore>(dir, options, std::move(db)));
+  return std::unique_ptr<DocumentStore>(std::move(store));
 }
 
 }  // namespace neardup

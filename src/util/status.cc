@@ -15,6 +15,7 @@ std::string_view Status::CodeName(Code code) {
     case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kUnavailable: return "Unavailable";
     case Code::kInternal: return "Internal";
+    case Code::kStorageFull: return "StorageFull";
   }
   return "Unknown";
 }

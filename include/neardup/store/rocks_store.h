@@ -11,6 +11,16 @@
 // Namespaces must not contain a \0 byte (kInvalidArgument); ids may hold any
 // bytes. DeleteNamespace() of an absent namespace is OK (idempotent).
 //
+// A full disk or an I/O error (docs/storage.md "Disk full and I/O errors"):
+// a write that fails for want of space is kStorageFull, one that fails with an
+// I/O error kIOError, and nothing of it is applied. From then on writes fail at
+// once with that status (nothing reaches the disk) while reads keep working,
+// until a later write finds the disk healthy again (free space for the
+// unflushed data and a probe file written and synced; tried at most every
+// 100 ms): the store then recovers (RocksDB's Resume, or a reopen of the
+// database when Resume cannot continue safely) and that write goes through.
+// No failed write is ever applied afterwards, also across a reopen.
+//
 // Thread-safety: every method may be called concurrently from any thread.
 // One process at a time may open a directory (RocksDB's LOCK file; a second
 // open fails with kIOError).
@@ -25,6 +35,10 @@
 #include "neardup/engine/local_engine.h"
 #include "neardup/engine/store.h"
 
+namespace rocksdb {
+class FileSystem;
+}
+
 namespace neardup {
 
 struct RocksStoreOptions {
@@ -38,13 +52,18 @@ struct RocksStoreOptions {
   // dropping the rest (RocksDB's point-in-time recovery); a warning goes to
   // stderr. docs/storage.md "Recovery".
   bool accept_wal_loss = false;
+  // The file system RocksDB writes through; null: the local disk. Tests pass
+  // a FaultFileSystem (store/fault_fs.h) to make writes fail on command.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 };
 
 // Opens (or creates) the store in directory `dir`. Errors: kNotFound if the
 // store is missing and !create_if_missing, kFailedPrecondition for a store of
 // an unknown format version or a RocksDB directory that is not a neardup
 // store, kCorruption naming the directory for a damaged write-ahead log
-// (unless options.accept_wal_loss), kIOError / kCorruption from RocksDB.
+// (unless options.accept_wal_loss), kStorageFull when the disk is too full to
+// open (the open writes a new MANIFEST and log), kIOError / kCorruption from
+// RocksDB.
 Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir,
                                                       const RocksStoreOptions& options = {});
 

@@ -12,6 +12,7 @@
 //   kIOError          -> 500 / exit 1
 //   kResourceExhausted-> 413 / 429
 //   kUnavailable      -> 503
+//   kStorageFull      -> 507          (the disk is full: writes fail, reads work)
 //
 // Thread-safety: Status and Result are plain values; distinct objects may be
 // used from distinct threads freely.
@@ -40,6 +41,7 @@ class [[nodiscard]] Status {
     kResourceExhausted,
     kUnavailable,
     kInternal,
+    kStorageFull,  // no space left for a write; clears by itself when space returns
   };
 
   Status() = default;  // OK
@@ -56,6 +58,7 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status StorageFull(std::string m) { return {Code::kStorageFull, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
