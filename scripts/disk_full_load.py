@@ -108,7 +108,12 @@ class Ledger:
 
     def note(self, doc_id, answer, status):
         with self.lock:
-            key = status if answer is None or "error" not in answer else "%s:%s" % (status, answer["error"]["code"])
+            if status is None:
+                key = "connection failed"
+            elif answer is not None and "error" in answer:
+                key = "%s:%s" % (status, answer["error"]["code"])
+            else:
+                key = str(status)
             self.codes[key] = self.codes.get(key, 0) + 1
             if status is None:
                 self.unknown.add(doc_id)

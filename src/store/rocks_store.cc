@@ -20,6 +20,10 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include <fcntl.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,7 +31,10 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <string_view>
@@ -195,6 +202,64 @@ Status DecodeRecord(std::string_view key, std::string_view value, StoredDocument
   return Status::OK();
 }
 
+// ---- RocksDB's text log -------------------------------------------------------
+// RocksDB's own info log (the LOG file) writes through a WritableFileWriter,
+// and on a full disk that was the abort of issue 15: one log line fails with
+// ENOSPC, the writer remembers the error, and the next line trips
+// assert(sync_without_flush_called_) in
+// WritableFileWriter::AssertFalseAndGetStatusForPrevError (Debian's
+// librocksdb has assertions on) — under load, and at start on a full disk,
+// since opening logs a dozen lines. This one writes each line with write(2)
+// and drops it when the disk is full: a lost log line costs nothing.
+// Rolled at max_bytes to LOG.old (one old file kept).
+class InfoLogFile final : public rocksdb::Logger {
+ public:
+  InfoLogFile(std::string dir, size_t max_bytes)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL), path_(std::move(dir) + "/LOG"), max_bytes_(max_bytes) {}
+  ~InfoLogFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[2048];
+    struct timeval now;
+    ::gettimeofday(&now, nullptr);
+    struct tm t;
+    ::localtime_r(&now.tv_sec, &t);
+    int n = std::snprintf(line, sizeof(line), "%04d/%02d/%02d-%02d:%02d:%02d.%06ld ", t.tm_year + 1900, t.tm_mon + 1,
+                          t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<long>(now.tv_usec));
+    va_list copy;
+    va_copy(copy, ap);
+    const int body = std::vsnprintf(line + n, sizeof(line) - n - 1, format, copy);
+    va_end(copy);
+    n = std::min<int>(n + std::max(body, 0), static_cast<int>(sizeof(line)) - 2);
+    if (line[n - 1] != '\n') line[n++] = '\n';
+    std::lock_guard lk(mu_);
+    if (fd_ < 0 || bytes_ >= max_bytes_) Reopen();
+    if (fd_ < 0) return;
+    const ssize_t w = ::write(fd_, line, static_cast<size_t>(n));  // ENOSPC: the line is lost
+    if (w > 0) bytes_ += static_cast<size_t>(w);
+  }
+
+ private:
+  void Reopen() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+      if (bytes_ >= max_bytes_) (void)std::rename(path_.c_str(), (path_ + ".old").c_str());
+    }
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    bytes_ = fd_ >= 0 ? static_cast<size_t>(std::max<off_t>(::lseek(fd_, 0, SEEK_END), 0)) : 0;
+  }
+
+  const std::string path_;
+  const size_t max_bytes_;
+  std::mutex mu_;
+  int fd_ = -1;
+  size_t bytes_ = 0;
+};
+
 // ---- options ---------------------------------------------------------------
 // RocksDB's own recovery from a background error is off: for a full disk it
 // waits for free space of a whole write buffer (64 MB) and retries every 5 s,
@@ -208,9 +273,11 @@ class NoAutoRecovery final : public rocksdb::EventListener {
   }
 };
 
-rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options, rocksdb::Env* env) {
+rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options, rocksdb::Env* env,
+                                  std::shared_ptr<rocksdb::Logger> info_log) {
   rocksdb::Options o;
   if (env != nullptr) o.env = env;
+  o.info_log = std::move(info_log);
   o.listeners.push_back(std::make_shared<NoAutoRecovery>());
   o.max_bgerror_resume_count = 0;  // no automatic resume after retryable I/O errors either
   o.create_if_missing = options.create_if_missing;
@@ -218,8 +285,6 @@ rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options, rocksdb::Env
   o.compaction_style = rocksdb::kCompactionStyleLevel;
   o.level_compaction_dynamic_level_bytes = true;  // bounds space amplification
   o.max_open_files = 512;                         // leave descriptors for sockets
-  o.keep_log_file_num = 5;                        // RocksDB's own text LOG files
-  o.max_log_file_size = 16 << 20;
   // A crash (kill -9, power cut) can only tear the LAST record of the WAL:
   // records are appended and a synced write returns after its fdatasync.
   // kTolerateCorruptedTailRecords drops such a torn tail and fails the open on
@@ -295,6 +360,8 @@ constexpr std::chrono::milliseconds kRecoverInterval{100};
 constexpr uint64_t kRecoverHeadroomBytes = 1 << 20;
 // Keys whose earlier values are kept for undoing failed writes (below).
 constexpr size_t kMaxUndoKeys = 1 << 20;
+// RocksDB's text LOG: at most this much in LOG and as much in LOG.old.
+constexpr size_t kInfoLogBytes = 16 << 20;
 
 class RocksStore final : public DocumentStore {
  public:
@@ -302,7 +369,8 @@ class RocksStore final : public DocumentStore {
       : dir_(std::move(dir)),
         options_(options),
         fs_(options.file_system ? options.file_system : rocksdb::FileSystem::Default()),
-        env_(options.file_system ? rocksdb::NewCompositeEnv(options.file_system) : nullptr) {
+        env_(options.file_system ? rocksdb::NewCompositeEnv(options.file_system) : nullptr),
+        info_log_(std::make_shared<InfoLogFile>(dir_, kInfoLogBytes)) {
     write_options_.sync = options.sync;
   }
 
@@ -317,8 +385,10 @@ class RocksStore final : public DocumentStore {
 
   // DB::Open with the store's options; db_ must be null.
   rocksdb::Status OpenDb() {
+    std::error_code ec;
+    if (options_.create_if_missing) std::filesystem::create_directories(dir_, ec);  // for the LOG file
     rocksdb::DB* raw = nullptr;
-    const rocksdb::Status rs = rocksdb::DB::Open(MakeRocksOptions(options_, env_.get()), dir_, &raw);
+    const rocksdb::Status rs = rocksdb::DB::Open(MakeRocksOptions(options_, env_.get(), info_log_), dir_, &raw);
     if (rs.ok()) db_.reset(raw);
     return rs;
   }
@@ -645,6 +715,7 @@ class RocksStore final : public DocumentStore {
   const RocksStoreOptions options_;
   const std::shared_ptr<rocksdb::FileSystem> fs_;
   const std::unique_ptr<rocksdb::Env> env_;  // over options_.file_system; null: the default Env
+  const std::shared_ptr<rocksdb::Logger> info_log_;  // RocksDB's text LOG (InfoLogFile)
   rocksdb::WriteOptions write_options_;
 
   // Lock order: recover_mu_, db_mu_, failure_mu_.
