@@ -164,14 +164,16 @@ def fill(path, headroom):
     free = st.f_bavail * st.f_frsize
     size = max(0, free - headroom)
     chunk = b"\0" * (1 << 20)
-    with open(path, "wb") as f:
-        try:
+    try:
+        with open(path, "wb") as f:
             while size > 0:
                 f.write(chunk[:min(size, len(chunk))])
                 size -= len(chunk)
             f.flush()
-        except OSError:
-            pass
+    except OSError as e:  # the disk is already full (the server's own files)
+        sizes = {n: os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(os.path.dirname(path)) for n in ns}
+        # A compaction of the server (after the last recovery) took the rest.
+        log("  filler stopped early: %s; largest files: %s" % (e, sorted(sizes.items(), key=lambda kv: -kv[1])[:4]))
     return free
 
 
@@ -205,6 +207,7 @@ def episode(server, ledger, rng, args, number, figures):
     os.remove(filler)
     freed = time.time()
     recovered = None
+    last_error = None
     probe = Client(server.port) if server.alive() else None
     while probe is not None and time.time() - freed < 10:
         doc_id = "e%d-probe-%d" % (number, int((time.time() - freed) * 1000))
@@ -213,6 +216,7 @@ def episode(server, ledger, rng, args, number, figures):
         if status == 200:
             recovered = time.time() - freed
             break
+        last_error = answer
         time.sleep(0.01)
     alive = server.alive()
     figures["episodes"] += 1
@@ -228,6 +232,8 @@ def episode(server, ledger, rng, args, number, figures):
         "recovered after %s, connection failures %d, server alive %s" %
         (number, free / 2**20, full, "ok" if reads_ok else "FAILED",
          "%.0f ms" % (recovered * 1000) if recovered is not None else "NEVER", len(resets), alive))
+    if recovered is None:
+        log("  last answer: %s" % (last_error,))
     ok = full and reads_ok and recovered is not None and recovered < 1.0 and alive and not resets
     if not alive:
         server.start()

@@ -280,6 +280,11 @@ rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options, rocksdb::Env
   o.info_log = std::move(info_log);
   o.listeners.push_back(std::make_shared<NoAutoRecovery>());
   o.max_bgerror_resume_count = 0;  // no automatic resume after retryable I/O errors either
+  // No fallocate: RocksDB reserves 1.1 write buffers (70 MB) ahead for every
+  // WAL file (FALLOC_FL_KEEP_SIZE), and keeps it after a kill. On a small disk
+  // that reservation alone filled it, and a recovery or an open, which
+  // briefly has two logs, could not find room (issue 15; docs/storage.md).
+  o.allow_fallocate = false;
   o.create_if_missing = options.create_if_missing;
   o.IncreaseParallelism(2);  // background flush + compaction threads
   o.compaction_style = rocksdb::kCompactionStyleLevel;
