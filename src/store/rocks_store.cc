@@ -575,6 +575,10 @@ class RocksStore final : public DocumentStore {
       std::cerr << "neardup: store " << dir_ << ": a failed namespace deletion may still take effect if the "
                 << "store has to be reopened\n";
     }
+    if (undo_.size() + keys.keys.size() > kMaxUndoKeys) {
+      std::cerr << "neardup: store " << dir_ << ": more than " << kMaxUndoKeys << " keys of failed writes; the "
+                << "rest may reappear if the store has to be reopened\n";
+    }
     for (std::string& key : keys.keys) {
       if (undo_.size() >= kMaxUndoKeys || undo_.count(key) != 0) continue;
       std::string value;
