@@ -432,6 +432,7 @@ class RocksStore final : public DocumentStore {
 
   Status ListNamespaces(std::vector<std::pair<std::string, std::string>>* out) override {
     out->clear();
+    ReopenIfClosed();
     std::shared_lock lk(db_mu_);
     NEARDUP_RETURN_IF_ERROR(CheckOpen());
     const std::string begin(1, kNamespaceTag);
@@ -465,6 +466,7 @@ class RocksStore final : public DocumentStore {
     NEARDUP_RETURN_IF_ERROR(CheckNamespace(ns));
     const std::string key = DocKey(ns, id);
     rocksdb::PinnableSlice value;
+    ReopenIfClosed();
     std::shared_lock lk(db_mu_);
     NEARDUP_RETURN_IF_ERROR(CheckOpen());
     rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), key, &value);
@@ -485,6 +487,7 @@ class RocksStore final : public DocumentStore {
     rocksdb::ReadOptions ro;
     ro.iterate_upper_bound = &upper;
     ro.fill_cache = false;  // a full scan (restart) would only evict the working set
+    ReopenIfClosed();
     std::shared_lock lk(db_mu_);
     NEARDUP_RETURN_IF_ERROR(CheckOpen());
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
@@ -620,6 +623,13 @@ class RocksStore final : public DocumentStore {
     return failure_;
   }
 
+  // Reads need the database open: after a reopen failed (db_ null), a read
+  // tries to recover too (at most every 100 ms, as writes do), or reads
+  // would wait for a write that may never come.
+  void ReopenIfClosed() {
+    if (closed_.load(std::memory_order_acquire)) (void)Recover();
+  }
+
   // With db_mu_ held exclusively.
   Status TryRecoverLocked() {
     if (db_) {
@@ -634,9 +644,11 @@ class RocksStore final : public DocumentStore {
       // Resume refused, or kept the failed log (see above): start over.
       (void)db_->Close();
       db_.reset();
+      closed_.store(true, std::memory_order_release);
     }
     const rocksdb::Status rs = OpenDb();
     if (!rs.ok()) return FromRocks(rs, "reopen the database in " + dir_ + " after a failed write");
+    closed_.store(false, std::memory_order_release);
     replayed_ = true;
     return ApplyUndoLocked();
   }
@@ -734,6 +746,7 @@ class RocksStore final : public DocumentStore {
   std::unique_ptr<rocksdb::DB> db_;
   bool replayed_ = false;  // reopened since the failure: undo_ must be applied (under db_mu_)
   std::atomic<bool> failed_{false};  // a write failed; writes refused until Recover()
+  std::atomic<bool> closed_{false};  // db_ is null: a reopen failed (reads recover too)
   std::mutex failure_mu_;
   Status failure_;                 // what refused writes answer
   uint64_t wal_at_failure_ = 0;    // the log that a write failed on
