@@ -19,7 +19,10 @@
 // unflushed data and a probe file written and synced; tried at most every
 // 100 ms): the store then recovers (RocksDB's Resume, or a reopen of the
 // database when Resume cannot continue safely) and that write goes through.
-// No failed write is ever applied afterwards, also across a reopen.
+// Only while a reopen has failed do reads fail too (kUnavailable); they then
+// try to recover as writes do. No failed write is ever applied afterwards,
+// also across a reopen. RocksDB's text LOG is written by the store and loses
+// lines, not the process, on a full disk.
 //
 // Thread-safety: every method may be called concurrently from any thread.
 // One process at a time may open a directory (RocksDB's LOCK file; a second
