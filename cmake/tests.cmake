@@ -14,7 +14,7 @@ set(NEARDUP_THREADED "*Thread*:*Parallel*:*Concurren*:*BatchSearch*:*Determinis*
 # followers through spin-waits inside librocksdb, which is not instrumented,
 # so TSan sees no happens-before. neardup writes from one committer thread;
 # the test keeps the unit label and runs in the Release and ASan stages.
-set(NEARDUP_TSAN_UNSAFE "RocksStoreTest.ConcurrentApply*")
+set(NEARDUP_TSAN_UNSAFE "RocksStoreTest.ConcurrentApply*:DiskFaultTest.ConcurrentApply*")
 
 gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
   TEST_FILTER "${NEARDUP_THREADED}-${NEARDUP_REDIS_SUITES}:${NEARDUP_TSAN_UNSAFE}"

@@ -2,7 +2,8 @@
 # Command 2 of the README: the whole test suite.
 #  1. Release build, every test (ctest: labels unit, threads, needs-redis,
 #     slow; cmake/tests.cmake), and the README's and docs' examples
-#     (scripts/doctest_docs.py, also a ctest).
+#     (scripts/doctest_docs.py, also a ctest), and disk full under load on a
+#     small tmpfs (scripts/disk_full_test.sh).
 #  2. ASan+UBSan build, every test.
 #  3. TSan build, the tests labelled threads (their own threads, no server).
 #  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
@@ -16,6 +17,8 @@ step() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
 step "release build + tests"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+# Disk full under load on a real tmpfs (SKIP where mounting is not allowed).
+scripts/disk_full_test.sh
 [[ "${NEARDUP_TEST_QUICK:-0}" == 1 ]] && exit 0
 
 step "asan+ubsan build + tests"

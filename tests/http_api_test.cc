@@ -121,6 +121,7 @@ TEST(HttpApiUnit, StatusMappingIsTheDocumentedOne) {
   EXPECT_EQ(HttpStatusFor(Status::Code::kFailedPrecondition), 409);
   EXPECT_EQ(HttpStatusFor(Status::Code::kResourceExhausted), 413);
   EXPECT_EQ(HttpStatusFor(Status::Code::kUnavailable), 503);
+  EXPECT_EQ(HttpStatusFor(Status::Code::kStorageFull), 507);
   EXPECT_EQ(HttpStatusFor(Status::Code::kIOError), 500);
   EXPECT_EQ(HttpStatusFor(Status::Code::kCorruption), 500);
   EXPECT_EQ(HttpStatusFor(Status::Code::kInternal), 500);

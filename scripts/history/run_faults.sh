@@ -52,7 +52,7 @@ start_instance() {
   local i=$1 cmd=("$serve")
   [[ $i == 1 ]] && cmd=("${as_user[@]}" "$serve")
   local where=(--store "$store")
-  [[ $kind == embedded ]] && where=(--data "$work/db")
+  [[ $kind == embedded ]] && where=(--data "$work/db" --init)
   "${cmd[@]}" "${where[@]}" --listen "127.0.0.1:${ports[$i]}" >>"$work/serve$i.log" 2>&1 &
   echo $! >"$work/serve$i.pid"
   for _ in $(seq 100); do

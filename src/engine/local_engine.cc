@@ -203,7 +203,8 @@ class Committer {
       if (!s.ok() && kind == Item::kWrite) on_failure_(batch);  // memory forgets what the disk lacks
       lk.lock();
       if (!s.ok()) {
-        for (uint64_t q = first_seq; q < first_seq + count; ++q) failed_.emplace(q, Status::Unavailable("store write failed: " + s.ToString()));
+        const Status answer = AnswerFor(s);
+        for (uint64_t q = first_seq; q < first_seq + count; ++q) failed_.emplace(q, answer);
       }
       durable_ = first_seq + count - 1;
       ready.clear();
@@ -215,6 +216,14 @@ class Committer {
       done_cv_.notify_all();
       for (auto& fn : ready) fn();
     }
+  }
+
+  // What a client hears about a failed store write: a full disk stays
+  // kStorageFull (507: retry once space is freed); anything else is 503
+  // (kUnavailable: the store cannot take writes now).
+  static Status AnswerFor(const Status& s) {
+    if (s.code() == Status::Code::kStorageFull) return Status::StorageFull("store write failed: " + s.message());
+    return Status::Unavailable("store write failed: " + s.ToString());
   }
 
   Status StatusLocked(uint64_t seq) const {

@@ -32,6 +32,7 @@ int HttpStatusFor(Status::Code code) {
     case Status::Code::kResourceExhausted: return 413;
     case Status::Code::kNotSupported: return 501;
     case Status::Code::kUnavailable: return 503;
+    case Status::Code::kStorageFull: return 507;  // RFC 4918 Insufficient Storage
     case Status::Code::kCorruption:
     case Status::Code::kIOError:
     case Status::Code::kInternal: return 500;
@@ -53,6 +54,7 @@ std::string_view ErrorCodeFor(Status::Code code) {
     case Status::Code::kNotSupported: return "not_supported";
     case Status::Code::kResourceExhausted: return "resource_exhausted";
     case Status::Code::kUnavailable: return "unavailable";
+    case Status::Code::kStorageFull: return "storage_full";
     case Status::Code::kInternal: return "internal";
     case Status::Code::kUnauthenticated: return "unauthenticated";
     case Status::Code::kPermissionDenied: return "permission_denied";
@@ -63,7 +65,11 @@ std::string_view ErrorCodeFor(Status::Code code) {
 HttpResponse ErrorResponse(const Status& status) {
   const Status s = status.ok() ? Status::Internal("error response for an OK status") : status;
   HttpResponse r = ErrorWithStatus(HttpStatusFor(s.code()), ErrorCodeFor(s.code()), s.message());
-  if (s.code() == Status::Code::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  // Both clear by themselves (a restart, a store back, space freed on disk):
+  // worth retrying, after a pause.
+  if (s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kStorageFull) {
+    r.headers.emplace_back("Retry-After", "1");
+  }
   // RFC 6750: a 401 names the scheme the client must use.
   if (s.code() == Status::Code::kUnauthenticated) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"neardup\"");
   return r;

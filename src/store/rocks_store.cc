@@ -10,6 +10,9 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
@@ -18,8 +21,21 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include <fcntl.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -120,7 +136,10 @@ Status FromRocks(const rocksdb::Status& s, std::string_view context) {
     case rocksdb::Status::kCorruption: return Status::Corruption(std::move(msg));
     case rocksdb::Status::kNotSupported: return Status::NotSupported(std::move(msg));
     case rocksdb::Status::kInvalidArgument: return Status::InvalidArgument(std::move(msg));
-    case rocksdb::Status::kIOError: return Status::IOError(std::move(msg));
+    case rocksdb::Status::kIOError:
+      // ENOSPC: a state that clears when space is freed (HTTP 507), not a fault.
+      if (s.IsNoSpace()) return Status::StorageFull(std::move(msg));
+      return Status::IOError(std::move(msg));
     case rocksdb::Status::kBusy:
     case rocksdb::Status::kTimedOut:
     case rocksdb::Status::kTryAgain:
@@ -185,9 +204,89 @@ Status DecodeRecord(std::string_view key, std::string_view value, StoredDocument
   return Status::OK();
 }
 
+// ---- RocksDB's text log -------------------------------------------------------
+// RocksDB's own info log (the LOG file) writes through a WritableFileWriter,
+// and on a full disk that was the abort of issue 15: one log line fails with
+// ENOSPC, the writer remembers the error, and the next line trips
+// assert(sync_without_flush_called_) in
+// WritableFileWriter::AssertFalseAndGetStatusForPrevError (Debian's
+// librocksdb has assertions on) — under load, and at start on a full disk,
+// since opening logs a dozen lines. This one writes each line with write(2)
+// and drops it when the disk is full: a lost log line costs nothing.
+// Rolled at max_bytes to LOG.old (one old file kept).
+class InfoLogFile final : public rocksdb::Logger {
+ public:
+  InfoLogFile(std::string dir, size_t max_bytes)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL), path_(std::move(dir) + "/LOG"), max_bytes_(max_bytes) {}
+  ~InfoLogFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[2048];
+    struct timeval now;
+    ::gettimeofday(&now, nullptr);
+    struct tm t;
+    ::localtime_r(&now.tv_sec, &t);
+    int n = std::snprintf(line, sizeof(line), "%04d/%02d/%02d-%02d:%02d:%02d.%06ld ", t.tm_year + 1900, t.tm_mon + 1,
+                          t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<long>(now.tv_usec));
+    va_list copy;
+    va_copy(copy, ap);
+    const int body = std::vsnprintf(line + n, sizeof(line) - n - 1, format, copy);
+    va_end(copy);
+    n = std::min<int>(n + std::max(body, 0), static_cast<int>(sizeof(line)) - 2);
+    if (line[n - 1] != '\n') line[n++] = '\n';
+    std::lock_guard lk(mu_);
+    if (fd_ < 0 || bytes_ >= max_bytes_) Reopen();
+    if (fd_ < 0) return;
+    const ssize_t w = ::write(fd_, line, static_cast<size_t>(n));  // ENOSPC: the line is lost
+    if (w > 0) bytes_ += static_cast<size_t>(w);
+  }
+
+ private:
+  void Reopen() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+      if (bytes_ >= max_bytes_) (void)std::rename(path_.c_str(), (path_ + ".old").c_str());
+    }
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    bytes_ = fd_ >= 0 ? static_cast<size_t>(std::max<off_t>(::lseek(fd_, 0, SEEK_END), 0)) : 0;
+  }
+
+  const std::string path_;
+  const size_t max_bytes_;
+  std::mutex mu_;
+  int fd_ = -1;
+  size_t bytes_ = 0;
+};
+
 // ---- options ---------------------------------------------------------------
-rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
+// RocksDB's own recovery from a background error is off: for a full disk it
+// waits for free space of a whole write buffer (64 MB) and retries every 5 s,
+// so on a small disk writes never came back (issue 15); and while it runs a
+// DB::Resume() is refused. The store recovers on its own terms instead
+// (RocksStore::Recover).
+class NoAutoRecovery final : public rocksdb::EventListener {
+ public:
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status, bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+};
+
+rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options, rocksdb::Env* env,
+                                  std::shared_ptr<rocksdb::Logger> info_log) {
   rocksdb::Options o;
+  if (env != nullptr) o.env = env;
+  o.info_log = std::move(info_log);
+  o.listeners.push_back(std::make_shared<NoAutoRecovery>());
+  o.max_bgerror_resume_count = 0;  // no automatic resume after retryable I/O errors either
+  // No fallocate: RocksDB reserves 1.1 write buffers (70 MB) ahead for every
+  // WAL file (FALLOC_FL_KEEP_SIZE), and keeps it after a kill. On a small disk
+  // that reservation alone filled it, and a recovery or an open, which
+  // briefly has two logs, could not find room (issue 15; docs/storage.md).
+  o.allow_fallocate = false;
   o.create_if_missing = options.create_if_missing;
   // Checksums of every file RocksDB reads at open (MANIFEST, WAL, table
   // footers and index blocks) fail the open instead of being skipped; table
@@ -200,8 +299,6 @@ rocksdb::Options MakeRocksOptions(const RocksStoreOptions& options) {
   o.compaction_style = rocksdb::kCompactionStyleLevel;
   o.level_compaction_dynamic_level_bytes = true;  // bounds space amplification
   o.max_open_files = 512;                         // leave descriptors for sockets
-  o.keep_log_file_num = 5;                        // RocksDB's own text LOG files
-  o.max_log_file_size = 16 << 20;
   // A crash (kill -9, power cut) can only tear the LAST record of the WAL:
   // records are appended and a synced write returns after its fdatasync.
   // kTolerateCorruptedTailRecords drops such a torn tail and fails the open on
@@ -305,22 +402,84 @@ Status OpenFailure(const std::string& dir, const rocksdb::Status& s, bool accept
 }
 
 // ---- the store -------------------------------------------------------------
+
+// Collects the keys a write batch touches.
+class BatchKeys final : public rocksdb::WriteBatch::Handler {
+ public:
+  rocksdb::Status PutCF(uint32_t, const rocksdb::Slice& key, const rocksdb::Slice&) override {
+    keys.push_back(key.ToString());
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t, const rocksdb::Slice& key) override {
+    keys.push_back(key.ToString());
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+    ++ranges;
+    return rocksdb::Status::OK();
+  }
+  std::vector<std::string> keys;
+  int ranges = 0;
+};
+
+// How often a write may try to bring a failed store back: each try probes
+// the disk (and may flush), so a full disk is not hammered, while a client
+// retrying after Retry-After: 1 finds it recovered.
+constexpr std::chrono::milliseconds kRecoverInterval{100};
+// Free space a recovery needs beyond the unflushed data it writes out.
+constexpr uint64_t kRecoverHeadroomBytes = 1 << 20;
+// Keys whose earlier values are kept for undoing failed writes (below).
+constexpr size_t kMaxUndoKeys = 1 << 20;
+// RocksDB's text LOG: at most this much in LOG and as much in LOG.old.
+constexpr size_t kInfoLogBytes = 16 << 20;
+
 class RocksStore final : public DocumentStore {
  public:
-  RocksStore(std::string dir, const RocksStoreOptions& options, std::unique_ptr<rocksdb::DB> db)
-      : dir_(std::move(dir)), db_(std::move(db)) {
+  RocksStore(std::string dir, const RocksStoreOptions& options)
+      : dir_(std::move(dir)),
+        options_(options),
+        fs_(options.file_system ? options.file_system : rocksdb::FileSystem::Default()),
+        env_(options.file_system ? rocksdb::NewCompositeEnv(options.file_system) : nullptr),
+        info_log_(std::make_shared<InfoLogFile>(dir_, kInfoLogBytes)) {
     write_options_.sync = options.sync;
   }
 
   ~RocksStore() override {
-    // With sync=false, a clean shutdown still leaves everything on disk.
-    if (!write_options_.sync) (void)db_->SyncWAL();
+    if (!db_) return;
+    // With sync=false, a clean shutdown still leaves everything on disk. Not
+    // after a failed write: SyncWAL on a log whose writer saw an error trips
+    // an assertion in RocksDB (WritableFileWriter::SyncWithoutFlush).
+    if (!write_options_.sync && !failed_.load()) (void)db_->SyncWAL();
     (void)db_->Close();
+  }
+
+  // DB::Open with the store's options; db_ must be null.
+  rocksdb::Status OpenDb() {
+    std::error_code ec;
+    if (options_.create_if_missing) std::filesystem::create_directories(dir_, ec);  // for the LOG file
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status rs = rocksdb::DB::Open(MakeRocksOptions(options_, env_.get(), info_log_), dir_, &raw);
+    if (rs.ok()) db_.reset(raw);
+    return rs;
+  }
+
+  rocksdb::DB* db() { return db_.get(); }
+
+  // Writes the format record of a new store (synced whatever options.sync:
+  // the store exists once this is durable).
+  Status PutFormat() {
+    rocksdb::WriteBatch batch;
+    NEARDUP_RETURN_IF_ERROR(FromRocks(batch.Put(rocksdb::Slice(kFormatKey.data(), kFormatKey.size()),
+                                                rocksdb::Slice(kFormatVersion.data(), kFormatVersion.size())),
+                                      "initialize"));
+    return Write(&batch, "initialize " + dir_, /*force_sync=*/true);
   }
 
   Status PutNamespace(const std::string& ns, const std::string& settings) override {
     NEARDUP_RETURN_IF_ERROR(CheckNamespace(ns));
-    return FromRocks(db_->Put(write_options_, NamespaceKey(ns), settings), "put namespace in " + dir_);
+    rocksdb::WriteBatch batch;
+    NEARDUP_RETURN_IF_ERROR(FromRocks(batch.Put(NamespaceKey(ns), settings), "put namespace"));
+    return Write(&batch, "put namespace in " + dir_);
   }
 
   Status DeleteNamespace(const std::string& ns) override {
@@ -330,7 +489,7 @@ class RocksStore final : public DocumentStore {
     rocksdb::WriteBatch batch;
     NEARDUP_RETURN_IF_ERROR(FromRocks(batch.Delete(NamespaceKey(ns)), "delete namespace"));
     NEARDUP_RETURN_IF_ERROR(FromRocks(batch.DeleteRange(begin, limit), "delete namespace"));
-    NEARDUP_RETURN_IF_ERROR(FromRocks(db_->Write(write_options_, &batch), "delete namespace in " + dir_));
+    NEARDUP_RETURN_IF_ERROR(Write(&batch, "delete namespace in " + dir_));
     // Best effort: the delete is done; reclaiming the space can fail or wait.
     (void)CompactRangeOf(begin, limit);
     return Status::OK();
@@ -338,6 +497,9 @@ class RocksStore final : public DocumentStore {
 
   Status ListNamespaces(std::vector<std::pair<std::string, std::string>>* out) override {
     out->clear();
+    ReopenIfClosed();
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     const std::string begin(1, kNamespaceTag);
     const std::string limit(1, kDocTag);
     const rocksdb::Slice upper(limit);
@@ -362,13 +524,16 @@ class RocksStore final : public DocumentStore {
       rocksdb::Status rs = w.op == StoreWrite::Op::kPut ? batch.Put(key, EncodeRecord(w.doc)) : batch.Delete(key);
       NEARDUP_RETURN_IF_ERROR(FromRocks(rs, "build batch"));
     }
-    return FromRocks(db_->Write(write_options_, &batch), "write to " + dir_);
+    return Write(&batch, "write to " + dir_);
   }
 
   Status Get(const std::string& ns, const std::string& id, StoredDocument* out) override {
     NEARDUP_RETURN_IF_ERROR(CheckNamespace(ns));
     const std::string key = DocKey(ns, id);
     rocksdb::PinnableSlice value;
+    ReopenIfClosed();
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), key, &value);
     if (rs.IsNotFound()) return Status::NotFound(DescribeDocKey(key) + " not found");
     NEARDUP_RETURN_IF_ERROR(FromRocks(rs, "get from " + dir_));
@@ -387,6 +552,9 @@ class RocksStore final : public DocumentStore {
     rocksdb::ReadOptions ro;
     ro.iterate_upper_bound = &upper;
     ro.fill_cache = false;  // a full scan (restart) would only evict the working set
+    ReopenIfClosed();
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
     for (it->Seek(begin); it->Valid(); it->Next()) {
       const std::string_view key(it->key().data(), it->key().size());
@@ -405,6 +573,8 @@ class RocksStore final : public DocumentStore {
   }
 
   uint64_t ApproximateDiskBytes() override {
+    std::shared_lock lk(db_mu_);
+    if (!db_) return 0;
     uint64_t total = 0;
     uint64_t sst = 0;
     if (db_->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst)) total += sst;
@@ -421,7 +591,206 @@ class RocksStore final : public DocumentStore {
   std::string Describe() const override { return "rocksdb:" + dir_; }
 
  private:
+  // ---- writes and recovery from failed ones ----------------------------------
+  //
+  // After a failed write RocksDB stops taking writes (a "background error")
+  // and must be told to go on (DB::Resume). Two of its ways on lead to an
+  // abort (assertions are on in Debian's librocksdb): the log writer that
+  // failed refuses any further use with assert(sync_without_flush_called_)
+  // in WritableFileWriter::AssertFalseAndGetStatusForPrevError. Resume()
+  // switches to a new log only when the memtable holds data; with an empty
+  // memtable (just after an open or a flush) it clears the error and keeps
+  // the failed log, and the next write aborts. So: no write reaches RocksDB
+  // while the store is failed (Write checks first); a recovery runs with
+  // every writer excluded (db_mu_), and when Resume did not move to a new
+  // log, or refused (an I/O error is fatal to RocksDB 7.8), the database is
+  // closed and opened again instead.
+  //
+  // A reopen replays the log, where a failed write can lie whole (its append
+  // went through and its fsync failed). The client heard that it failed and
+  // the engine forgot it, so the store puts back what the failed batches'
+  // keys held before (undo_, read when the failure was seen) before any new
+  // write. Resume does not need that: it flushes the memtable, which never
+  // got the failed write, and drops the old log.
+
+  Status Write(rocksdb::WriteBatch* batch, const std::string& what, bool force_sync = false) {
+    NEARDUP_RETURN_IF_ERROR(Recover());
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
+    rocksdb::WriteOptions wo = write_options_;
+    if (force_sync) wo.sync = true;
+    const rocksdb::Status rs = db_->Write(wo, batch);
+    if (rs.ok()) return Status::OK();
+    Status st = FromRocks(rs, what);
+    if (rs.IsIOError()) NoteFailureLocked(*batch, st);  // NoSpace is an IOError too
+    return st;
+  }
+
+  // A write failed on disk: the store refuses writes until Recover() brings
+  // it back. Called with db_mu_ held (shared), so db_ is open.
+  void NoteFailureLocked(const rocksdb::WriteBatch& batch, const Status& st) {
+    BatchKeys keys;
+    (void)batch.Iterate(&keys);
+    std::lock_guard lk(failure_mu_);
+    if (!failed_.load()) {
+      failure_ = st;
+      wal_at_failure_ = CurrentWal();
+      failed_.store(true);
+      std::cerr << "neardup: store " << dir_ << ": a write failed (" << st.ToString()
+                << "); reads go on, writes fail until the disk takes writes again\n";
+    }
+    if (keys.ranges > 0) {
+      std::cerr << "neardup: store " << dir_ << ": a failed namespace deletion may still take effect if the "
+                << "store has to be reopened\n";
+    }
+    if (undo_.size() + keys.keys.size() > kMaxUndoKeys) {
+      std::cerr << "neardup: store " << dir_ << ": more than " << kMaxUndoKeys << " keys of failed writes; the "
+                << "rest may reappear if the store has to be reopened\n";
+    }
+    for (std::string& key : keys.keys) {
+      if (undo_.size() >= kMaxUndoKeys || undo_.count(key) != 0) continue;
+      std::string value;
+      const rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), key, &value);
+      if (rs.ok()) {
+        undo_.emplace(std::move(key), std::move(value));
+      } else if (rs.IsNotFound()) {
+        undo_.emplace(std::move(key), std::nullopt);
+      }
+    }
+  }
+
+  // OK if writes may go on: the store is healthy, or it was failed and is
+  // back now. Else the failure (kStorageFull or kIOError), at once.
+  Status Recover() {
+    if (!failed_.load(std::memory_order_acquire)) return Status::OK();
+    std::lock_guard rl(recover_mu_);
+    if (!failed_.load()) return Status::OK();
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_attempt_) return CurrentFailure();
+    next_attempt_ = now + kRecoverInterval;
+    Status s = ProbeDisk();
+    if (s.ok()) {
+      std::unique_lock lk(db_mu_);  // no write in flight while RocksDB recovers
+      s = TryRecoverLocked();
+    }
+    std::lock_guard fl(failure_mu_);
+    if (!s.ok()) {
+      failure_ = s;
+      return s;
+    }
+    failed_.store(false, std::memory_order_release);
+    std::cerr << "neardup: store " << dir_ << ": writes resumed\n";
+    return Status::OK();
+  }
+
+  Status CurrentFailure() {
+    std::lock_guard lk(failure_mu_);
+    return failure_;
+  }
+
+  // Reads need the database open: after a reopen failed (db_ null), a read
+  // tries to recover too (at most every 100 ms, as writes do), or reads
+  // would wait for a write that may never come.
+  void ReopenIfClosed() {
+    if (closed_.load(std::memory_order_acquire)) (void)Recover();
+  }
+
+  // With db_mu_ held exclusively.
+  Status TryRecoverLocked() {
+    if (db_) {
+      const rocksdb::Status rs = db_->Resume();
+      const uint64_t wal = rs.ok() ? CurrentWal() : 0;
+      uint64_t failed_wal;
+      {
+        std::lock_guard lk(failure_mu_);
+        failed_wal = wal_at_failure_;
+      }
+      if (rs.ok() && wal != 0 && wal != failed_wal) return replayed_ ? ApplyUndoLocked() : ClearUndo();
+      // Resume refused, or kept the failed log (see above): start over.
+      (void)db_->Close();
+      db_.reset();
+      closed_.store(true, std::memory_order_release);
+    }
+    const rocksdb::Status rs = OpenDb();
+    if (!rs.ok()) return FromRocks(rs, "reopen the database in " + dir_ + " after a failed write");
+    closed_.store(false, std::memory_order_release);
+    replayed_ = true;
+    return ApplyUndoLocked();
+  }
+
+  // The disk takes writes again: room for the unflushed data that a
+  // recovery writes out, and a small file written, synced and removed.
+  // Reads do not wait for it: it holds db_mu_ only to read the memtable size.
+  Status ProbeDisk() {
+    uint64_t unflushed = 0;
+    {
+      std::shared_lock lk(db_mu_);
+      if (db_) (void)db_->GetIntProperty(rocksdb::DB::Properties::kSizeAllMemTables, &unflushed);
+    }
+    uint64_t free = 0;
+    if (fs_->GetFreeSpace(dir_, rocksdb::IOOptions(), &free, nullptr).ok() &&
+        free < unflushed + kRecoverHeadroomBytes) {
+      return Status::StorageFull("the disk of " + dir_ + " is still full: " + std::to_string(free) +
+                                 " bytes free, recovery needs " + std::to_string(unflushed + kRecoverHeadroomBytes));
+    }
+    const std::string path = dir_ + "/NEARDUP-WRITE-PROBE";
+    std::unique_ptr<rocksdb::FSWritableFile> f;
+    rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &f, nullptr);
+    if (s.ok()) {
+      const std::string page(4096, '\0');
+      s = f->Append(page, rocksdb::IOOptions(), nullptr);
+      if (s.ok()) s = f->Sync(rocksdb::IOOptions(), nullptr);
+      const rocksdb::IOStatus closed = f->Close(rocksdb::IOOptions(), nullptr);
+      if (s.ok()) s = closed;
+    }
+    (void)fs_->DeleteFile(path, rocksdb::IOOptions(), nullptr);
+    return FromRocks(s, "probe the disk of " + dir_);
+  }
+
+  // Puts back what the keys of failed writes held before them (synced).
+  Status ApplyUndoLocked() {
+    std::lock_guard lk(failure_mu_);
+    if (!undo_.empty()) {
+      rocksdb::WriteBatch batch;
+      for (const auto& [key, value] : undo_) {
+        NEARDUP_RETURN_IF_ERROR(FromRocks(value ? batch.Put(key, *value) : batch.Delete(key), "build undo batch"));
+      }
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      const rocksdb::Status rs = db_->Write(wo, &batch);
+      if (!rs.ok()) {
+        wal_at_failure_ = CurrentWal();  // this log failed now
+        return FromRocks(rs, "undo failed writes in " + dir_);
+      }
+    }
+    undo_.clear();
+    replayed_ = false;
+    return Status::OK();
+  }
+
+  Status ClearUndo() {
+    std::lock_guard lk(failure_mu_);
+    undo_.clear();
+    return Status::OK();
+  }
+
+  // Number of the live write-ahead log; 0 if unknown.
+  uint64_t CurrentWal() {
+    std::unique_ptr<rocksdb::LogFile> wal;
+    if (!db_ || !db_->GetCurrentWalFile(&wal).ok() || !wal) return 0;
+    return wal->LogNumber();
+  }
+
+  // With db_mu_ held: db_ is null only after a reopen failed.
+  Status CheckOpen() const {
+    if (db_) return Status::OK();
+    return Status::Unavailable("the store in " + dir_ + " is closed after a failed write; it reopens once the disk "
+                               "takes writes again");
+  }
+
   Status CompactRangeOf(const std::string& begin, const std::string& limit) {
+    std::shared_lock lk(db_mu_);
+    NEARDUP_RETURN_IF_ERROR(CheckOpen());
     rocksdb::CompactRangeOptions cro;
     cro.exclusive_manual_compaction = false;  // let automatic compactions proceed
     const rocksdb::Slice b(begin), e(limit);
@@ -429,8 +798,24 @@ class RocksStore final : public DocumentStore {
   }
 
   const std::string dir_;
-  std::unique_ptr<rocksdb::DB> db_;
+  const RocksStoreOptions options_;
+  const std::shared_ptr<rocksdb::FileSystem> fs_;
+  const std::unique_ptr<rocksdb::Env> env_;  // over options_.file_system; null: the default Env
+  const std::shared_ptr<rocksdb::Logger> info_log_;  // RocksDB's text LOG (InfoLogFile)
   rocksdb::WriteOptions write_options_;
+
+  // Lock order: recover_mu_, db_mu_, failure_mu_.
+  std::mutex recover_mu_;  // one recovery at a time
+  std::chrono::steady_clock::time_point next_attempt_;  // under recover_mu_
+  std::shared_mutex db_mu_;  // shared: any use of db_; exclusive: recovery (Resume, reopen)
+  std::unique_ptr<rocksdb::DB> db_;
+  bool replayed_ = false;  // reopened since the failure: undo_ must be applied (under db_mu_)
+  std::atomic<bool> failed_{false};  // a write failed; writes refused until Recover()
+  std::atomic<bool> closed_{false};  // db_ is null: a reopen failed (reads recover too)
+  std::mutex failure_mu_;
+  Status failure_;                 // what refused writes answer
+  uint64_t wal_at_failure_ = 0;    // the log that a write failed on
+  std::map<std::string, std::optional<std::string>> undo_;  // key -> value before the failed writes
 };
 
 }  // namespace
@@ -451,10 +836,16 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
   std::error_code ec;
   const bool existed = fs::exists(fs::path(dir) / "CURRENT", ec);
   const std::set<std::string> tables_before = TableFiles(dir);
-  rocksdb::DB* raw = nullptr;
-  const rocksdb::Status open_status = rocksdb::DB::Open(MakeRocksOptions(options), dir, &raw);
+  auto store = std::make_unique<RocksStore>(dir, options);
+  const rocksdb::Status open_status = store->OpenDb();
+  if (open_status.IsNoSpace()) {
+    // Opening writes a new MANIFEST and log (and flushes what the old log
+    // holds): it cannot on a full disk. Nothing was changed.
+    return Status::StorageFull("cannot open the store in " + dir + ": the disk is full (" + open_status.ToString() +
+                               "). Free some space on it and start again");
+  }
   if (!open_status.ok()) return OpenFailure(dir, open_status, options.accept_wal_loss);
-  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::DB* db = store->db();
   ReportDroppedTables(*db, dir, tables_before);
 
   std::string version;
@@ -472,6 +863,7 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
           "table files (damage); refusing to open it");
     }
     NEARDUP_RETURN_IF_ERROR(FromRocks(it->status(), "open " + dir));
+    it.reset();  // before the store can be destroyed (an iterator must not outlive its database)
     if (existed) {
       // A store is never empty: its first write is the format record. An
       // empty database behind an existing CURRENT lost everything (a
@@ -483,12 +875,7 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
           "would be lost. Restore the directory from a backup. (If this directory never held documents, e.g. its "
           "first start was interrupted, remove it and start with --init)");
     }
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    NEARDUP_RETURN_IF_ERROR(FromRocks(
-        db->Put(wo, rocksdb::Slice(kFormatKey.data(), kFormatKey.size()),
-                rocksdb::Slice(kFormatVersion.data(), kFormatVersion.size())),
-        "initialize " + dir));
+    NEARDUP_RETURN_IF_ERROR(store->PutFormat());
   } else if (!rs.ok()) {
     return FromRocks(rs, "open " + dir);
   } else if (version != kFormatVersion) {
@@ -496,7 +883,7 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
                                       "'; this build reads version " + std::string(kFormatVersion));
   }
   static_assert(kFormatKey[0] == kMetaTag);
-  return std::unique_ptr<DocumentStore>(std::make_unique<RocksStore>(dir, options, std::move(db)));
+  return std::unique_ptr<DocumentStore>(std::move(store));
 }
 
 }  // namespace neardup

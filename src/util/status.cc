@@ -17,6 +17,7 @@ std::string_view Status::CodeName(Code code) {
     case Code::kInternal: return "Internal";
     case Code::kUnauthenticated: return "Unauthenticated";
     case Code::kPermissionDenied: return "PermissionDenied";
+    case Code::kStorageFull: return "StorageFull";
   }
   return "Unknown";
 }

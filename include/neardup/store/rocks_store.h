@@ -11,6 +11,19 @@
 // Namespaces must not contain a \0 byte (kInvalidArgument); ids may hold any
 // bytes. DeleteNamespace() of an absent namespace is OK (idempotent).
 //
+// A full disk or an I/O error (docs/storage.md "Disk full and I/O errors"):
+// a write that fails for want of space is kStorageFull, one that fails with an
+// I/O error kIOError, and nothing of it is applied. From then on writes fail at
+// once with that status (nothing reaches the disk) while reads keep working,
+// until a later write finds the disk healthy again (free space for the
+// unflushed data and a probe file written and synced; tried at most every
+// 100 ms): the store then recovers (RocksDB's Resume, or a reopen of the
+// database when Resume cannot continue safely) and that write goes through.
+// Only while a reopen has failed do reads fail too (kUnavailable); they then
+// try to recover as writes do. No failed write is ever applied afterwards,
+// also across a reopen. RocksDB's text LOG is written by the store and loses
+// lines, not the process, on a full disk.
+//
 // Thread-safety: every method may be called concurrently from any thread.
 // One process at a time may open a directory (RocksDB's LOCK file; a second
 // open fails with kIOError).
@@ -24,6 +37,10 @@
 #include "neardup/util/status.h"
 #include "neardup/engine/local_engine.h"
 #include "neardup/engine/store.h"
+
+namespace rocksdb {
+class FileSystem;
+}
 
 namespace neardup {
 
@@ -43,6 +60,9 @@ struct RocksStoreOptions {
   // dropping the rest (RocksDB's point-in-time recovery); a warning goes to
   // stderr. docs/storage.md "Recovery".
   bool accept_wal_loss = false;
+  // The file system RocksDB writes through; null: the local disk. Tests pass
+  // a FaultFileSystem (store/fault_fs.h) to make writes fail on command.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 };
 
 // Opens (or creates) the store in directory `dir`. Errors: kNotFound if the
@@ -52,7 +72,8 @@ struct RocksStoreOptions {
 // directory for a damaged write-ahead log (unless options.accept_wal_loss),
 // kCorruption naming the file and what its loss costs for a damaged or
 // missing MANIFEST, CURRENT or table file (never opened: no flag accepts
-// that), kIOError from RocksDB. A damaged data block of a table file is
+// that), kStorageFull when the disk is too full to open (the open writes a
+// new MANIFEST and log), kIOError from RocksDB. A damaged data block of a table file is
 // found when read (the engine's start-up scan reads them all): kCorruption
 // naming the file. docs/storage.md "Damaged files".
 Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir,

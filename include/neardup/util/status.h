@@ -14,6 +14,7 @@
 //   kUnavailable      -> 503
 //   kUnauthenticated  -> 401 (no or unknown credentials)
 //   kPermissionDenied -> 403 (known credentials without the right)
+//   kStorageFull      -> 507          (the disk is full: writes fail, reads work)
 //
 // Thread-safety: Status and Result are plain values; distinct objects may be
 // used from distinct threads freely.
@@ -44,6 +45,7 @@ class [[nodiscard]] Status {
     kInternal,
     kUnauthenticated,
     kPermissionDenied,
+    kStorageFull,  // no space left for a write; clears by itself when space returns
   };
 
   Status() = default;  // OK
@@ -62,6 +64,7 @@ class [[nodiscard]] Status {
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
   static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+  static Status StorageFull(std::string m) { return {Code::kStorageFull, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
