@@ -18,7 +18,7 @@ Every answer is also checked: a 200 must be a well-formed check answer;
 anything else must be a 503 with Retry-After (never another error).
 Everything it starts is stopped by pid. Bounded by --kills and --seconds.
 
-  scripts/cluster_failover.py --cli build/neardup --kills 20 --base-port 23100
+  scripts/cluster_failover.py --cli build/neardup --kills 20 --base-port 9100
 """
 import argparse
 import http.client
@@ -152,7 +152,7 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--base-port", type=int, default=23100)
+    ap.add_argument("--base-port", type=int, default=9100)
     ap.add_argument("--seconds", type=float, default=900, help="bound on the whole run")
     ap.add_argument("--store-options", default="", help="appended to the store uri, e.g. ?retry_budget_ms=15000")
     args = ap.parse_args()
@@ -213,7 +213,8 @@ def main():
                 time.sleep(0.05)
             with load.mu:
                 oks = sorted(t1 for (t0, t1, st) in load.log if st == 200 and t_kill - 5 <= t1 <= t_writable + 10)
-                lat = [t1 - t0 for (t0, t1, st) in load.log if t_kill <= t0 <= t_writable + 5]
+                # Every request in flight at some point between the kill and 5 s after the recovery.
+                lat = [t1 - t0 for (t0, t1, st) in load.log if t1 >= t_kill and t0 <= t_writable + 5]
             gaps = [b - a for a, b in zip(oks, oks[1:])]
             res = dict(kill=k, victim=victim, promoted=t_promoted - t_kill, writable=t_writable - t_kill,
                        first_ok=(first_ok - t_writable) if first_ok else None, gap=max(gaps) if gaps else None,

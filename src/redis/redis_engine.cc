@@ -18,6 +18,7 @@
 #include <span>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "neardup/text/fingerprint.h"
 #include "neardup/dedup/near_dup_set.h"
@@ -390,6 +391,7 @@ struct Candidate {
   // which the protocol must settle); once decided, the embedded store would
   // not find it there either.
   bool pending_only = false;
+  uint32_t stop_anchor = 0;  // pending_only: the anchor it was found under
   bool have_meta = false;
   Meta meta;
   RecordStatus status;
@@ -492,6 +494,7 @@ struct Seen {
   int distance = -1;
   bool by_anchor = false;
   bool pending_only = false;
+  uint32_t stop_anchor = 0;
 };
 using SeenIds = std::unordered_map<uint64_t, Seen>;
 // Fingerprint buckets: records within the read radius (equal text, for texts
@@ -510,24 +513,30 @@ Status ScanBuckets(const CheckRun& run, std::span<const RedisReply> replies, See
   return Status::OK();
 }
 
-// An anchor bucket holds two kinds of 12-byte records (anchor u32 LE, id
+// An anchor bucket holds three kinds of 12-byte records (anchor u32 LE, id
 // u64 LE): a check's record, appended in step 1 under its first `anchors`
 // anchors before it is decided (what the protocol's exactly-one argument
-// needs), and a kept mark (the id's top bit set), appended once the
-// document is kept under the anchors the embedded store would file it
-// under. Stop keys count kept marks only, as the embedded store counts kept
-// documents: duplicates, rejected attempts and checks in flight never make
-// an anchor a stop key (they did before issue 16, so the 17th repost of a
-// text stopped its own anchors and was kept again).
+// needs); a kept mark (id bit 63), appended once the document is kept, under
+// the anchors the embedded store would file it under; and a decided mark
+// (bit 62) under its other first anchors once its status is set (by itself,
+// or lazily by a reader that read the status). Stop keys count kept marks
+// only, as the embedded store counts kept documents: duplicates, rejected
+// attempts and checks in flight never make an anchor a stop key (they did
+// before issue 16, so the 17th repost of a text, later the 65th, stopped
+// its own anchors and was kept again). Decided marks keep the records
+// behind a stop key from being read again and again: only undecided ones
+// can be concurrent checks.
 constexpr uint64_t kKeptMark = uint64_t{1} << 63;
+constexpr uint64_t kDecidedMark = uint64_t{1} << 62;
 
 // Per anchor of the document (all_anchors' order): the distinct kept marks
 // (at most cap + 1: enough to tell a stop key) and, for its first `anchors`,
-// other checks' records.
+// other checks' records and the ids marked decided (kept or decided marks).
 struct AnchorScan {
-  explicit AnchorScan(size_t n) : kept(n), appended(n) {}
+  explicit AnchorScan(size_t n) : kept(n), appended(n), decided(n) {}
   std::vector<std::vector<uint64_t>> kept;
   std::vector<std::vector<uint64_t>> appended;
+  std::vector<std::unordered_set<uint64_t>> decided;
   size_t read = 0;  // the keys of all_anchors[0, read) were read
 };
 
@@ -539,14 +548,18 @@ Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, Anc
     const std::string& s = reply.str;
     for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++*records) {
       const auto x = static_cast<uint32_t>(DecodeFixed(s.data() + off, 4));
-      const uint64_t raw = DecodeFixed(s.data() + off + 4, 8), id = raw & ~kKeptMark;
+      const uint64_t raw = DecodeFixed(s.data() + off + 4, 8), id = raw & ~(kKeptMark | kDecidedMark);
       const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);
       if (it == anchors.end() || *it != x || id == run.iid) continue;
       const auto a = static_cast<size_t>(it - anchors.begin());
+      const bool first = a < run.anchors.size();
       std::vector<uint64_t>& kept = scan->kept[a];
-      if ((raw & kKeptMark) == 0) {
-        if (a < run.anchors.size()) scan->appended[a].push_back(id);
-      } else if (kept.size() <= cap && std::find(kept.begin(), kept.end(), id) == kept.end()) {
+      if ((raw & (kKeptMark | kDecidedMark)) == 0) {
+        if (first) scan->appended[a].push_back(id);
+        continue;
+      }
+      if (first) scan->decided[a].insert(id);
+      if ((raw & kKeptMark) != 0 && kept.size() <= cap && std::find(kept.begin(), kept.end(), id) == kept.end()) {
         kept.push_back(id);
       }
     }
@@ -578,8 +591,8 @@ bool ChooseAnchors(const CheckRun& run, const AnchorScan& scan, std::vector<size
 
 // The anchor candidates: kept documents filed under a probed anchor and
 // checks that appended one (in any state: as the embedded store finds
-// them), and checks that appended a stop key of ours (pending_only: settled
-// by the protocol while in flight, else ignored).
+// them), and undecided checks that appended a stop key of ours
+// (pending_only: settled by the protocol while in flight, else ignored).
 void AddAnchorCandidates(const CheckRun& run, const AnchorScan& scan, const std::vector<size_t>& probe,
                          SeenIds* seen) {
   std::vector<bool> probed(run.all_anchors.size(), false);
@@ -589,7 +602,12 @@ void AddAnchorCandidates(const CheckRun& run, const AnchorScan& scan, const std:
       for (uint64_t id : scan.kept[a]) (*seen)[id].by_anchor = true;
       for (uint64_t id : scan.appended[a]) (*seen)[id].by_anchor = true;
     } else {
-      for (uint64_t id : scan.appended[a]) (*seen)[id].pending_only = true;
+      for (uint64_t id : scan.appended[a]) {
+        if (scan.decided[a].count(id) != 0) continue;
+        Seen& s = (*seen)[id];
+        s.pending_only = true;
+        s.stop_anchor = run.all_anchors[a];
+      }
     }
   }
 }
@@ -1069,6 +1087,16 @@ class RedisClusterEngine final : public Engine {
     if (run.answered) return std::move(run.out);
     if (run.store && !Step("appended")) return AbandonedStatus();
     NEARDUP_RETURN_IF_ERROR(GatherCandidates(run));
+    // Metadata first, unsynced: the pair rule depends only on what step 1
+    // wrote (fingerprint, content hash, sketch), which never changes, and
+    // most candidates fail it (a common anchor has up to 64 holders). Only
+    // those that pass, and those whose metadata was not there, are read
+    // again synced: their statuses decide the answer. (One synced read of
+    // every candidate made checks 3x slower with the embedded store's
+    // candidate set.)
+    NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &run.cands, /*sync=*/false));
+    MarkDecidedLazily(run);
+    FilterByPairRule(run);
     NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &run.cands, /*sync=*/true));
     if (run.store && !Step("read")) return AbandonedStatus();
     FilterByPairRule(run);
@@ -1201,6 +1229,7 @@ class RedisClusterEngine final : public Engine {
       c.distance = found.distance;
       c.by_anchor = found.by_anchor;
       c.pending_only = found.pending_only;
+      c.stop_anchor = found.stop_anchor;
       run.cands.push_back(std::move(c));
     }
     std::sort(run.cands.begin(), run.cands.end(), [](const Candidate& a, const Candidate& b) { return a.iid < b.iid; });
@@ -1262,8 +1291,10 @@ class RedisClusterEngine final : public Engine {
     const bool always = run.mode == CheckMode::kInsertAlways;
     const bool keep = always || run.kept.empty();
     const RecordStatus mine = keep ? RecordStatus::Kept() : RecordStatus::RejectedBy(run.iid);
-    const std::vector<RedisCommand> cmds = {
+    std::vector<RedisCommand> cmds = {
         SetCmd(StatKey(n, run.iid), FormatStatus(mine), run.doc_exp, /*nx=*/!always, /*get=*/true)};
+    // A duplicate is decided by this very SET: its marks may ride along.
+    if (!keep) AddDecidedMarks(run, /*kept=*/false, &cmds);
     std::vector<RedisReply> r;
     NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
     NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET status"));
@@ -1281,6 +1312,7 @@ class RedisClusterEngine final : public Engine {
     std::vector<RedisCommand> after = {SetCmd(IdKey(n, run.doc.id), std::to_string(run.iid), run.doc_exp, false, false),
                                        Cmd({"HINCRBY", CountersKey(n), "inserted", "1"})};
     AddKeptMarks(run, &after);
+    AddDecidedMarks(run, /*kept=*/true, &after);
     if (!run.kept.empty()) after.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
     std::vector<RedisReply> r;
     return client_->ExecuteBatch(after, &r, Durable());
@@ -1296,19 +1328,52 @@ class RedisClusterEngine final : public Engine {
     const int64_t exp = n.BucketExpiry(w, run.ts);
     std::vector<uint32_t> prefixes;
     for (uint32_t a : run.filed) {
-      std::string rec(kAnchorRecord, '\0');
-      EncodeFixed(rec.data(), a, 4);
-      EncodeFixed(rec.data() + 4, run.iid | kKeptMark, 8);
-      cmds->push_back(Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(a), w), std::move(rec)}));
+      cmds->push_back(MarkCmd(n, a, run.iid | kKeptMark, w));
       prefixes.push_back(n.AnchorPrefix(a));
     }
     std::sort(prefixes.begin(), prefixes.end());
     prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
     for (uint32_t p : prefixes) {
+      // Keys of our first anchors got their expiry in step 1.
       if (exp <= 0) break;
+      if (std::binary_search(run.prefixes.begin(), run.prefixes.end(), p)) continue;
       cmds->push_back(Cmd({"PEXPIREAT", AnchorKey(n, p, w), std::to_string(exp), "NX"}));
       cmds->push_back(Cmd({"PEXPIREAT", AnchorKey(n, p, w), std::to_string(exp), "GT"}));
     }
+  }
+
+  // Our decided marks: under each of our first `anchors` anchors that gets
+  // no kept mark. Only once our status is set (a mark is never read as
+  // "not in flight" while we are). The keys exist (step 1).
+  void AddDecidedMarks(const CheckRun& run, bool kept, std::vector<RedisCommand>* cmds) const {
+    const int64_t w = run.n.Window(run.ts);
+    for (uint32_t a : run.anchors) {
+      if (kept && std::find(run.filed.begin(), run.filed.end(), a) != run.filed.end()) continue;
+      cmds->push_back(MarkCmd(run.n, a, run.iid | kDecidedMark, w));
+    }
+  }
+
+  static RedisCommand MarkCmd(const NsInfo& n, uint32_t anchor, uint64_t id_bits, int64_t w) {
+    std::string rec(kAnchorRecord, '\0');
+    EncodeFixed(rec.data(), anchor, 4);
+    EncodeFixed(rec.data() + 4, id_bits, 8);
+    return Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(anchor), w), std::move(rec)});
+  }
+
+  // Readers' decided marks, for records behind a stop key whose status they
+  // read decided (their check died before marking, or marked nothing: they
+  // were appended before the anchor became a stop key). Best effort, under
+  // our own window's key of that anchor (it exists: we appended to it).
+  void MarkDecidedLazily(const CheckRun& run) {
+    if (!run.store) return;
+    std::vector<RedisCommand> cmds;
+    for (const Candidate& c : run.cands) {
+      if (c.pending_only && !c.by_anchor && !c.status.pending()) {
+        cmds.push_back(MarkCmd(run.n, c.stop_anchor, c.iid | kDecidedMark, run.n.Window(run.ts)));
+      }
+    }
+    std::vector<RedisReply> r;
+    if (!cmds.empty()) (void)client_->ExecuteBatch(cmds, &r);
   }
 
   // A peer saw our pending record and fenced it: we are its duplicate if it
