@@ -79,19 +79,27 @@ class Load:
 
     def __init__(self, ports, threads):
         self.ports, self.stop, self.mu, self.log, self.bad = ports, False, threading.Lock(), [], []
+        self.stored, self.named = [], []  # ids answered stored; ids named as matches
+        self.history = []  # every check: id, text, port, times, status, answer (scripts/history_check.py)
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(threads)]
 
     def run(self, i):
         rng = random.Random(i)
+        recent = []
         conns = {}
         n = 0
         while not self.stop:
             port = self.ports[(i + n) % len(self.ports)]
             n += 1
-            words = " ".join(f"w{rng.randrange(10**9)}" for _ in range(12))
-            body = json.dumps({"id": f"t{i}-{n}", "text": f"load text {i} {n} {words}"})
+            if recent and rng.random() < 0.2:  # a repost of a recent text under a new id: a duplicate
+                text = rng.choice(recent[-20:])
+            else:
+                words = " ".join(f"w{rng.randrange(10**9)}" for _ in range(12))
+                text = f"load text {i} {n} {words}"
+                recent.append(text)
+            body = json.dumps({"id": f"t{i}-{n}", "text": text})
             t0 = time.monotonic()
-            status, ok = 0, True
+            status, ok, ans = 0, True, {}
             try:
                 c = conns.get(port) or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 conns[port] = c
@@ -102,6 +110,11 @@ class Load:
                 if status == 200:
                     ans = json.loads(data)
                     ok = "duplicate" in ans and "stored" in ans
+                    with self.mu:
+                        if ans.get("stored"):
+                            self.stored.append(ans["id"])
+                        if ans.get("duplicate") and ans.get("matches"):
+                            self.named.append(ans["matches"][0]["id"])
                 elif status == 503:
                     ok = r.getheader("Retry-After") is not None
                 else:
@@ -112,6 +125,10 @@ class Load:
             t1 = time.monotonic()
             with self.mu:
                 self.log.append((t0, t1, status))
+                named = ans.get("matches", [{}])[0].get("id") if ans.get("duplicate") else None
+                self.history.append({"kind": "check", "id": f"t{i}-{n}", "text": text, "port": port, "t0": t0,
+                                     "t1": t1, "status": status, "stored": bool(ans.get("stored")),
+                                     "duplicate": bool(ans.get("duplicate")), "named": named})
                 if not ok:
                     self.bad.append((t0, status))
             if status != 200:
@@ -154,6 +171,7 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--base-port", type=int, default=9100)
     ap.add_argument("--seconds", type=float, default=900, help="bound on the whole run")
+    ap.add_argument("--history", help="write every request, answer and final read here (JSONL)")
     ap.add_argument("--store-options", default="", help="appended to the store uri, e.g. ?retry_budget_ms=15000")
     args = ap.parse_args()
     base = args.base_port
@@ -226,6 +244,28 @@ def main():
         load.stop = True
         for t in load.threads:
             t.join(timeout=40)
+        # Read back every document ever sent (the checker needs what is stored, acknowledged or
+        # not) and every document an answer named.
+        ids = {h["id"] for h in load.history} | set(load.named)
+        reads = {}
+        for doc_id in sorted(ids):
+            c = http.client.HTTPConnection("127.0.0.1", servers[0].port, timeout=30)
+            c.request("GET", f"/v1/namespaces/failover/documents/{doc_id}")
+            r = c.getresponse()
+            r.read()
+            c.close()
+            reads[doc_id] = r.status
+        unreadable = {"stored": sum(reads[i] != 200 for i in set(load.stored)),
+                      "named": sum(reads[i] != 200 for i in set(load.named))}
+        print(f"acknowledged documents: {len(set(load.stored))}, named matches: {len(set(load.named))}, "
+              f"unreadable afterwards: {unreadable}", flush=True)
+        load.bad += [("unreadable", unreadable)] if any(unreadable.values()) else []
+        if args.history:
+            with open(args.history, "w") as f:
+                for h in load.history:
+                    f.write(json.dumps(h, ensure_ascii=False) + "\n")
+                for doc_id, st in reads.items():
+                    f.write(json.dumps({"kind": "read", "id": doc_id, "status": st}) + "\n")
     finally:
         if load:
             load.stop = True
