@@ -217,6 +217,29 @@ TEST_F(RedisParityTest, StopKeysCountKeptDocumentsOnly) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Found by scripts/history_check.py under failover: a check that set its
+// status "K" and died (or failed its WAIT) before writing its id key left a
+// kept record that answers named but GET could not find. Now every named
+// match's id key is written (if missing) before the answer.
+TEST_F(RedisParityTest, EveryNamedMatchIsReadable) {
+  RedisEngineOptions o;
+  o.uri = cluster_->uri();
+  o.step_hook = [](std::string_view step) { return step != "committed"; };  // dies right after "K"
+  auto dying = OpenRedisClusterEngine(o);
+  auto other = OpenRedis();
+  ASSERT_TRUE(dying.ok() && other != nullptr);
+  const std::string ns = UniqueNs("named");
+  const std::string text = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆和博物馆。";
+  auto first = dying.value()->Check(ns, {"first", text, std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_EQ(first.status().code(), Status::Code::kUnavailable);  // kept, then died
+  auto second = other->Check(ns, {"second", text + "！", std::nullopt}, CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_TRUE(second->duplicate);
+  ASSERT_EQ(second->matches[0].id, "first");
+  auto got = other->GetDocument(ns, "first");
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+}
+
 // Signatures as both stores compute them (default settings).
 DocSignature SigOf(const std::string& text) {
   static const Fingerprinter fper = std::move(Fingerprinter::Create(FingerprintOptions{})).value();

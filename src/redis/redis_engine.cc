@@ -1418,12 +1418,36 @@ class RedisClusterEngine final : public Engine {
           MatchedDocument{c->meta.id, c->distance, c->similarity, c->similarity_exact || exact, exact, c->meta.ts});
     }
     out.duplicate = !out.matches.empty();
-    if (out.duplicate && !out.stored && run.mode != CheckMode::kQueryOnly) {
-      std::vector<RedisReply> r;
-      const std::vector<RedisCommand> cmds = {Cmd({"HINCRBY", CountersKey(run.n), "duplicates", "1"})};
-      (void)client_->ExecuteBatch(cmds, &r);
-    }
+    if (out.duplicate) NEARDUP_RETURN_IF_ERROR(MakeNamedReadable(run));
     return std::move(out);
+  }
+
+  // Every document the answer names can be read by its id afterwards. A
+  // kept document's id key is written after its status (Publish): a check
+  // that set "K" and then failed (503 in a failover) left a kept record
+  // without one, and answers named it while GET said 404 (issue 16: found
+  // by scripts/history_check.py). So the id key of each named match is
+  // written if missing (SET NX, as a replay repairs its own), durably,
+  // before the answer.
+  Status MakeNamedReadable(CheckRun& run) {
+    const NsInfo& n = run.n;
+    std::vector<RedisCommand> cmds;
+    const size_t named = std::min(run.kept.size(), static_cast<size_t>(std::max(n.settings.max_matches, 0)));
+    for (size_t i = 0; i < named; ++i) {
+      const Candidate& c = *run.kept[i];
+      cmds.push_back(SetCmd(IdKey(n, c.meta.id), std::to_string(c.iid), n.DocExpiry(c.meta.ts), /*nx=*/true, false));
+    }
+    if (!run.out.stored && run.mode != CheckMode::kQueryOnly) {
+      cmds.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
+    }
+    std::vector<RedisReply> r;
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
+    std::vector<RedisCommand> repaired;
+    for (size_t i = 0; i < named; ++i) {
+      if (!r[i].is_nil() && !r[i].is_error()) repaired.push_back(Cmd({"HINCRBY", CountersKey(n), "inserted", "1"}));
+    }
+    if (!repaired.empty()) (void)client_->ExecuteBatch(repaired, &r);
+    return Status::OK();
   }
 
   // Decides a pending candidate `c`: waits while it is older than us and its
