@@ -121,16 +121,20 @@ class Load:
                     ok = r.getheader("Retry-After") is not None
                 else:
                     ok = False
-            except (OSError, http.client.HTTPException, ValueError):
+            except (OSError, http.client.HTTPException, ValueError) as e:
                 conns.pop(port, None)
                 status = -1
+                ans = {"error": type(e).__name__ + ": " + str(e)[:100]}
+                if isinstance(e, ValueError):  # a 200 whose body is not JSON: a wrong answer
+                    ok = False
             t1 = time.monotonic()
             with self.mu:
                 self.log.append((t0, t1, status))
                 named = ans.get("matches", [{}])[0].get("id") if ans.get("duplicate") else None
                 self.history.append({"kind": "check", "id": f"t{i}-{n}", "text": text, "port": port, "t0": t0,
                                      "t1": t1, "status": status, "stored": bool(ans.get("stored")),
-                                     "duplicate": bool(ans.get("duplicate")), "named": named})
+                                     "duplicate": bool(ans.get("duplicate")), "named": named,
+                                     **({"error": ans["error"]} if "error" in ans else {})})
                 if not ok:
                     self.bad.append((t0, status))
             if status != 200:
