@@ -1048,16 +1048,18 @@ class RedisClusterEngine final : public Engine {
   //      bucket and anchor bucket we live in; a replica acknowledges it.
   //   2. Read (GatherCandidates): every bucket and anchor bucket of every
   //      live window, after all of step 1.
-  //   3. Look (ReadCandidates, FilterByPairRule, CollectKept): metadata and
-  //      status of each candidate; drop what the pair rule (DecidePair)
-  //      rejects; the kept ones are our matches.
+  //   3. Look (ReadCandidates, FilterByPairRule, CollectKept): metadata of
+  //      each candidate; drop what the pair rule (DecidePair) rejects; read
+  //      the rest again synced (their statuses on a replica); the kept ones
+  //      are our matches.
   //   4. Resolve (ResolvePending): with no match, and when inserting, settle
   //      pending candidates in id order: wait for an older one while its
   //      lease runs, else fence it (status "R<our id>", SET NX).
   //   5. Commit (Commit, Publish, AdoptFencer): SET NX our own status, kept
   //      if nothing was, else rejected; if a peer fenced us first, we are
   //      its duplicate when it was kept, else 503.
-  //   Then Answer: the matches in NearDupSet's order (RanksBefore).
+  //   Then Answer: the matches in NearDupSet's order (RanksBefore), each
+  //   named one readable by its id (MakeNamedReadable).
   // Why exactly one of concurrent near-duplicates is kept: each appends
   // (step 1, acknowledged) before it reads (step 2), and two near-duplicates
   // share a key both append to and both read, so at least one of them sees
