@@ -7,7 +7,7 @@
 # one place that says which is which.
 # "RedisEngine/*": the Redis instantiation of the engine contract suite
 # (tests/engine_contract_test.cc; the local one is "LocalEngine/*", unit).
-set(NEARDUP_REDIS_SUITES "RedisClusterTest.*:RedisEngineTest.*:RedisFailover.*:RedisRecheckTest.*:RedisEngine/*")
+set(NEARDUP_REDIS_SUITES "RedisClusterTest.*:RedisParityTest.*:RedisEngineTest.*:RedisFailover.*:RedisRecheckTest.*:RedisEngine/*")
 set(NEARDUP_THREADED "*Thread*:*Parallel*:*Concurren*:*BatchSearch*:*Determinis*:HttpServerTest.*")
 # RocksStoreTest.ConcurrentApplyFromFourThreads exercises RocksDB's own write
 # group (many threads calling DB::Write): the leader hands results back to

@@ -85,12 +85,16 @@ ErrorKind Classify(const RedisReply& r) {
   const std::string_view e = r.str;
   if (StartsWith(e, "MOVED ")) return ErrorKind::kMoved;
   if (StartsWith(e, "ASK ")) return ErrorKind::kAsk;
-  if (StartsWith(e, "TRYAGAIN") || StartsWith(e, "CLUSTERDOWN") || StartsWith(e, "LOADING") ||
-      StartsWith(e, "MASTERDOWN") || StartsWith(e, "NOREPLICAS")) {
+  if (StartsWith(e, "TRYAGAIN") || StartsWith(e, "LOADING") || StartsWith(e, "NOREPLICAS")) {
     return ErrorKind::kRetry;
   }
-  // A write reached a node that was demoted to replica: our table is stale.
-  if (StartsWith(e, "READONLY")) return ErrorKind::kRetryRefresh;
+  // A write reached a node that was demoted to replica, or the cluster is
+  // failing over (CLUSTERDOWN, MASTERDOWN): the table is or is about to be
+  // stale. Refreshing on the first such reply (not after timeouts) lets the
+  // next round reach the promoted replica as soon as the cluster names it.
+  if (StartsWith(e, "READONLY") || StartsWith(e, "CLUSTERDOWN") || StartsWith(e, "MASTERDOWN")) {
+    return ErrorKind::kRetryRefresh;
+  }
   return ErrorKind::kFinal;
 }
 
@@ -110,6 +114,10 @@ struct RedisClusterClient::Node {
   int port = 0;
   std::mutex mu;
   std::vector<std::unique_ptr<Conn>> idle;
+  // steady_clock ticks of the last connection failure (0: none): a table
+  // refresh asks such nodes last, so a dead master does not cost a connect
+  // timeout on every refresh.
+  std::atomic<int64_t> failed_at{0};
 };
 
 Result<std::vector<std::string>> ParseRedisClusterUri(std::string_view uri) {
@@ -194,8 +202,10 @@ std::unique_ptr<RedisClusterClient::Conn> RedisClusterClient::Checkout(Node* nod
   conn->ctx = redisConnectWithTimeout(node->host.c_str(), node->port, tv);
   if (conn->broken()) {
     *error = Status::Unavailable("cannot connect to redis " + node->addr + ": " + conn->error());
+    node->failed_at.store(Clock::now().time_since_epoch().count());
     return nullptr;
   }
+  node->failed_at.store(0);
   timeval ctv{options_.command_timeout_ms / 1000, (options_.command_timeout_ms % 1000) * 1000};
   redisSetTimeout(conn->ctx, ctv);
   return conn;
@@ -270,6 +280,9 @@ Status RedisClusterClient::RefreshTopology() {
     Node* n = GetNode(seed);
     if (std::find(candidates.begin(), candidates.end(), n) == candidates.end()) candidates.push_back(n);
   }
+  // Nodes that answered last time first: after a kill the dead master is
+  // asked last (on a real network a dead host costs a connect timeout).
+  std::stable_partition(candidates.begin(), candidates.end(), [](Node* n) { return n->failed_at.load() == 0; });
   Status last = Status::Unavailable("no redis cluster node known");
   for (Node* n : candidates) {
     last = LoadSlotsFrom(n);
@@ -502,6 +515,12 @@ void RedisClusterClient::ReadPipeline(Batch& b, Pipeline* p) {
     counters_.connection_errors.fetch_add(1);
     b.last_error = p->node->addr + ": " + p->conn->error();
     b.backoff = b.refresh = true;
+    p->node->failed_at.store(Clock::now().time_since_epoch().count());
+    // The node died or restarted: its pooled connections are dead too. Drop
+    // them now rather than fail one round on each.
+    std::vector<std::unique_ptr<Conn>> dead;
+    std::lock_guard lk(p->node->mu);
+    dead.swap(p->node->idle);
   };
   if (k < p->idx.size()) {
     broken();

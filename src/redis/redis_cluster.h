@@ -16,7 +16,9 @@
 //    changed (the slot is still being migrated).
 //  * Retries. -TRYAGAIN, -CLUSTERDOWN, -LOADING, -MASTERDOWN, -NOREPLICAS,
 //    -READONLY and connection failures are retried with exponential backoff
-//    (refreshing the table after a connection failure or READONLY) until
+//    (10 ms doubling to 50 ms), refreshing the table at once after a
+//    connection failure, READONLY, CLUSTERDOWN or MASTERDOWN (a failover is
+//    under way: the next round finds the promoted replica) until
 //    Options::retry_budget_ms has passed or Options::max_attempts rounds were
 //    made; then the call fails with kUnavailable. A failover makes the cluster
 //    answer CLUSTERDOWN for ~4 s: the budget must exceed it.
@@ -91,7 +93,11 @@ struct RedisClusterOptions {
   int retry_budget_ms = 15000;     // give up (kUnavailable) after this long
   int max_attempts = 200;          // rounds per call, whatever the time
   int backoff_initial_ms = 10;     // doubled per retry round up to backoff_max_ms
-  int backoff_max_ms = 400;
+  // Short: after a failover the cluster answers again within a round trip
+  // of the replica's promotion, and a caller asleep in a long backoff would
+  // answer that much later (issue 16: ~8 s of silence with 400 ms and no
+  // refresh on CLUSTERDOWN).
+  int backoff_max_ms = 50;
   size_t max_idle_connections_per_node = 64;
 };
 

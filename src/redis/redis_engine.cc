@@ -18,6 +18,7 @@
 #include <span>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "neardup/text/fingerprint.h"
 #include "neardup/dedup/near_dup_set.h"
@@ -382,7 +383,15 @@ std::string FormatStatus(const RecordStatus& s) {
 struct Candidate {
   uint64_t iid = 0;
   int distance = 0;        // known once the metadata is read for anchor-only candidates
-  bool by_anchor = false;  // shares a live anchor with the document
+  // Shares an anchor the document probes (not a stop key for it): a
+  // candidate in any state, as in the embedded store.
+  bool by_anchor = false;
+  // Found only through a check's record under an anchor that is a stop key
+  // for the document: a candidate only while pending (a concurrent check,
+  // which the protocol must settle); once decided, the embedded store would
+  // not find it there either.
+  bool pending_only = false;
+  uint32_t stop_anchor = 0;  // pending_only: the anchor it was found under
   bool have_meta = false;
   Meta meta;
   RecordStatus status;
@@ -418,13 +427,12 @@ struct CheckRun {
     read_radius = sketched ? std::max(k, rc().short_k) : k;
     // Its first `anchors` anchors, appended and looked up: both sides of a
     // pair use the same rule, so a pair sharing one shares a key.
-    if (sketched) {
-      const size_t a = std::min(static_cast<size_t>(rc().anchors), sig.sketch.anchors.size());
-      anchors.assign(sig.sketch.anchors.begin(), sig.sketch.anchors.begin() + static_cast<std::ptrdiff_t>(a));
+    if (sketched && rc().anchors > 0) {
+      all_anchors = sig.sketch.anchors;
+      const size_t a = std::min(static_cast<size_t>(rc().anchors), all_anchors.size());
+      anchors.assign(all_anchors.begin(), all_anchors.begin() + static_cast<std::ptrdiff_t>(a));
     }
-    for (uint32_t a : anchors) prefixes.push_back(n.AnchorPrefix(a));
-    std::sort(prefixes.begin(), prefixes.end());
-    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+    prefixes = PrefixesOf(0, anchors.size(), {});
     // Every window a live record can be in (at most 64 back).
     int64_t hi = n.Window(std::max(now, ts)) + (n.window_ms > 0 ? 1 : 0);
     int64_t lo = cutoff == std::numeric_limits<int64_t>::min() ? hi - 64 : n.Window(cutoff);
@@ -441,6 +449,17 @@ struct CheckRun {
 
   const RecheckOptions& rc() const { return policy.recheck; }
   bool Live(const Candidate& c) const { return c.have_meta && c.meta.ts >= cutoff; }
+  // The distinct bucket prefixes of all_anchors[lo, hi), less `skip`.
+  std::vector<uint32_t> PrefixesOf(size_t lo, size_t hi, const std::vector<uint32_t>& skip) const {
+    std::vector<uint32_t> out;
+    for (size_t i = lo; i < hi; ++i) {
+      const uint32_t p = n.AnchorPrefix(all_anchors[i]);
+      if (std::find(skip.begin(), skip.end(), p) == skip.end()) out.push_back(p);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
 
   const NsInfo& n;
   const DocumentInput& doc;
@@ -454,8 +473,10 @@ struct CheckRun {
   int k = 0;
   bool sketched = false;
   int read_radius = 0;
-  std::vector<uint32_t> anchors;   // ascending (the sketch's order)
-  std::vector<uint32_t> prefixes;  // their anchor bucket prefixes, distinct
+  std::vector<uint32_t> all_anchors;  // the sketch's anchors (up to kAnchorCount), ascending
+  std::vector<uint32_t> anchors;      // its first `anchors`: our records are appended under these
+  std::vector<uint32_t> prefixes;     // their anchor bucket prefixes, distinct
+  std::vector<uint32_t> filed;        // kept: marked under these (ChooseAnchors)
   std::vector<int64_t> windows;
   uint64_t iid = 0;  // our record's id (0: nothing stored)
   Meta meta;         // our record's metadata
@@ -467,14 +488,15 @@ struct CheckRun {
   bool answered = false;  // `out` is final (a replay)
 };
 
-// Candidate id -> (distance, or -1 when not within read_radius; shares a live anchor).
-using SeenIds = std::unordered_map<uint64_t, std::pair<int, bool>>;
-// Which anchor bucket an anchor GET read.
-struct AnchorRead {
-  uint32_t prefix;
-  int64_t window;
+// How a candidate was found: its distance (-1 when not within read_radius)
+// and the Candidate flags by_anchor and pending_only.
+struct Seen {
+  int distance = -1;
+  bool by_anchor = false;
+  bool pending_only = false;
+  uint32_t stop_anchor = 0;
 };
-
+using SeenIds = std::unordered_map<uint64_t, Seen>;
 // Fingerprint buckets: records within the read radius (equal text, for texts
 // without features).
 Status ScanBuckets(const CheckRun& run, std::span<const RedisReply> replies, SeenIds* seen, size_t* records) {
@@ -485,57 +507,109 @@ Status ScanBuckets(const CheckRun& run, std::span<const RedisReply> replies, See
       const uint64_t g = DecodeFixed(s.data() + off, 8), id = DecodeFixed(s.data() + off + 8, 8);
       if (id == run.iid) continue;
       const int d = run.hf ? std::popcount(g ^ run.fp) : (g == run.ch ? 0 : 65);
-      if (d <= run.read_radius) seen->emplace(id, std::pair<int, bool>(d, false));
+      if (d <= run.read_radius) (*seen)[id].distance = d;
     }
   }
   return Status::OK();
 }
 
-// Anchor buckets, with stop keys by append order (docs/cluster.md): a record
-// is live for anchor x when at most anchor_max_postings records with x
-// precede it in its key. Whoever reads a record sees everything before it,
-// so both sides of a pair compute the same answer. An anchor that is a stop
-// key for us finds nothing.
-Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, const std::vector<AnchorRead>& reads,
-                   SeenIds* seen, size_t* records) {
-  const std::vector<uint32_t>& anchors = run.anchors;
-  const uint32_t cap = static_cast<uint32_t>(run.rc().anchor_max_postings);
-  const int64_t own_w = run.n.Window(run.ts);
-  std::vector<uint32_t> own_before(anchors.size(), 0);  // x-records before ours in our key
-  std::vector<bool> own_found(anchors.size(), false);
-  std::vector<std::vector<uint64_t>> hits(anchors.size());  // live records of other documents, per anchor
-  std::vector<uint32_t> count(anchors.size());
-  for (size_t i = 0; i < reads.size(); ++i) {
-    NEARDUP_RETURN_IF_ERROR(ReplyError(replies[i], "GET anchors"));
-    const auto [p, w] = reads[i];
-    std::fill(count.begin(), count.end(), 0);
-    const std::string& s = replies[i].str;
+// An anchor bucket holds three kinds of 12-byte records (anchor u32 LE, id
+// u64 LE): a check's record, appended in step 1 under its first `anchors`
+// anchors before it is decided (what the protocol's exactly-one argument
+// needs); a kept mark (id bit 63), appended once the document is kept, under
+// the anchors the embedded store would file it under; and a decided mark
+// (bit 62) under its other first anchors once its status is set (by itself,
+// or lazily by a reader that read the status). Stop keys count kept marks
+// only, as the embedded store counts kept documents: duplicates, rejected
+// attempts and checks in flight never make an anchor a stop key (they did
+// before issue 16, so the 17th repost of a text, later the 65th, stopped
+// its own anchors and was kept again). Decided marks keep the records
+// behind a stop key from being read again and again: only undecided ones
+// can be concurrent checks.
+constexpr uint64_t kKeptMark = uint64_t{1} << 63;
+constexpr uint64_t kDecidedMark = uint64_t{1} << 62;
+
+// Per anchor of the document (all_anchors' order): the distinct kept marks
+// (at most cap + 1: enough to tell a stop key) and, for its first `anchors`,
+// other checks' records and the ids marked decided (kept or decided marks).
+struct AnchorScan {
+  explicit AnchorScan(size_t n) : kept(n), appended(n), decided(n) {}
+  std::vector<std::vector<uint64_t>> kept;
+  std::vector<std::vector<uint64_t>> appended;
+  std::vector<std::unordered_set<uint64_t>> decided;
+  size_t read = 0;  // the keys of all_anchors[0, read) were read
+};
+
+Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, AnchorScan* scan, size_t* records) {
+  const std::vector<uint32_t>& anchors = run.all_anchors;
+  const size_t cap = static_cast<size_t>(run.rc().anchor_max_postings);
+  for (const RedisReply& reply : replies) {
+    NEARDUP_RETURN_IF_ERROR(ReplyError(reply, "GET anchors"));
+    const std::string& s = reply.str;
     for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++*records) {
       const auto x = static_cast<uint32_t>(DecodeFixed(s.data() + off, 4));
-      const uint64_t id = DecodeFixed(s.data() + off + 4, 8);
+      const uint64_t raw = DecodeFixed(s.data() + off + 4, 8), id = raw & ~(kKeptMark | kDecidedMark);
       const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);
-      if (it == anchors.end() || *it != x) continue;
-      const size_t a = static_cast<size_t>(it - anchors.begin());
-      const uint32_t before = count[a]++;
-      if (id == run.iid && w == own_w) {
-        own_before[a] = before;
-        own_found[a] = true;
-      } else if (id != run.iid && before <= cap) {
-        hits[a].push_back(id);
+      if (it == anchors.end() || *it != x || id == run.iid) continue;
+      const auto a = static_cast<size_t>(it - anchors.begin());
+      const bool first = a < run.anchors.size();
+      std::vector<uint64_t>& kept = scan->kept[a];
+      if ((raw & (kKeptMark | kDecidedMark)) == 0) {
+        if (first) scan->appended[a].push_back(id);
+        continue;
+      }
+      if (first) scan->decided[a].insert(id);
+      if ((raw & kKeptMark) != 0 && kept.size() <= cap && std::find(kept.begin(), kept.end(), id) == kept.end()) {
+        kept.push_back(id);
       }
     }
-    if (w == own_w) {
-      // Not appended (a query): as if appended now, after every record read.
-      for (size_t a = 0; a < anchors.size(); ++a) {
-        if (!own_found[a] && run.n.AnchorPrefix(anchors[a]) == p) own_before[a] = count[a];
-      }
-    }
-  }
-  for (size_t a = 0; a < anchors.size(); ++a) {
-    if (own_before[a] > cap) continue;  // a stop key for us
-    for (uint64_t id : hits[a]) seen->try_emplace(id, -1, false).first->second.second = true;
   }
   return Status::OK();
+}
+
+// The embedded store's anchor choice (NearDupSet, near_dup_set.cc): a
+// document probes its first `anchors` anchors that are not stop keys (more
+// than anchor_max_postings kept documents filed) and is filed under its
+// first max(anchors, 16) such anchors. False when that needs an anchor whose
+// keys were not read yet.
+bool ChooseAnchors(const CheckRun& run, const AnchorScan& scan, std::vector<size_t>* probe,
+                   std::vector<size_t>* filed) {
+  const size_t cap = static_cast<size_t>(run.rc().anchor_max_postings);
+  const auto want_probe = static_cast<size_t>(run.rc().anchors);
+  const auto want_filed = static_cast<size_t>(std::max(run.rc().anchors, RecheckOptions{}.anchors));
+  probe->clear();
+  filed->clear();
+  for (size_t a = 0; a < run.all_anchors.size(); ++a) {
+    if (probe->size() >= want_probe && filed->size() >= want_filed) break;
+    if (a >= scan.read) return false;
+    if (scan.kept[a].size() > cap) continue;  // a stop key
+    if (probe->size() < want_probe) probe->push_back(a);
+    if (filed->size() < want_filed) filed->push_back(a);
+  }
+  return true;
+}
+
+// The anchor candidates: kept documents filed under a probed anchor and
+// checks that appended one (in any state: as the embedded store finds
+// them), and undecided checks that appended a stop key of ours
+// (pending_only: settled by the protocol while in flight, else ignored).
+void AddAnchorCandidates(const CheckRun& run, const AnchorScan& scan, const std::vector<size_t>& probe,
+                         SeenIds* seen) {
+  std::vector<bool> probed(run.all_anchors.size(), false);
+  for (size_t a : probe) probed[a] = true;
+  for (size_t a = 0; a < run.all_anchors.size(); ++a) {
+    if (probed[a]) {
+      for (uint64_t id : scan.kept[a]) (*seen)[id].by_anchor = true;
+      for (uint64_t id : scan.appended[a]) (*seen)[id].by_anchor = true;
+    } else {
+      for (uint64_t id : scan.appended[a]) {
+        if (scan.decided[a].count(id) != 0) continue;
+        Seen& s = (*seen)[id];
+        s.pending_only = true;
+        s.stop_anchor = run.all_anchors[a];
+      }
+    }
+  }
 }
 
 // A candidate's distance and similarity from its metadata, and the pair
@@ -573,7 +647,8 @@ void FilterByPairRule(CheckRun& run) {
     // Found in a bucket within the read radius: a candidate only within the
     // pair's own radius (or through an anchor).
     const bool either_short = IsShortText(rc, run.sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
-    return !(c.distance <= run.k || c.by_anchor ||
+    const bool anchored = c.by_anchor || (c.pending_only && c.status.pending());
+    return !(c.distance <= run.k || anchored ||
              (run.sketched && either_short && c.distance <= std::max(run.k, rc.short_k)));
   });
 }
@@ -912,21 +987,35 @@ class RedisClusterEngine final : public Engine {
 
   // ---- reading candidates -----------------------------------------------------
 
-  // MGET meta status for each candidate (plus, when `sync`, a write to the
-  // same slot and WAIT: the statuses read are then on a replica too, so an
+  // The synced read of a candidate: a write to its slot, then MGET meta
+  // status, in one script. The WAIT after it then proves that what was read
+  // is on a replica. One command, not MGET + SET: after a failover the old
+  // master can come back believing it still owns the slot, answer the MGET
+  // from its stale AOF (a "K" that never reached the replica) and refuse the
+  // SET (NOREPLICAS); the SET alone was then retried on the new master and
+  // the stale read was trusted (issue 16: answers named documents that no
+  // node held). A script refused at its write returns no read at all.
+  static constexpr const char* kSyncedReadScript =
+      "redis.call('SET', KEYS[3], '1', 'PX', 10000) return redis.call('MGET', KEYS[1], KEYS[2])";
+
+  // MGET meta status for each candidate (when `sync`, the synced read
+  // above, and WAIT: the statuses read are then on a replica too, so an
   // answer never names a document a failover could lose).
   Status ReadCandidates(const NsInfo& n, std::vector<Candidate>* cands, bool sync) {
     if (cands->empty()) return Status::OK();
     std::vector<RedisCommand> cmds;
     for (const Candidate& c : *cands) {
-      cmds.push_back(RedisCommand{{"MGET", MetaKey(n, c.iid), StatKey(n, c.iid)}, MetaKey(n, c.iid)});
-      if (sync) cmds.push_back(SetCmd(SyncKey(c.iid), "1", SystemNowMs() + 10000, false, false));
+      const std::string meta = MetaKey(n, c.iid);
+      if (sync) {
+        cmds.push_back(RedisCommand{{"EVAL", kSyncedReadScript, "3", meta, StatKey(n, c.iid), SyncKey(c.iid)}, meta});
+      } else {
+        cmds.push_back(RedisCommand{{"MGET", meta, StatKey(n, c.iid)}, meta});
+      }
     }
     std::vector<RedisReply> r;
     NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, sync ? Durable() : RedisClusterClient::BatchOptions{}));
-    const size_t stride = sync ? 2 : 1;
     for (size_t i = 0; i < cands->size(); ++i) {
-      const RedisReply& m = r[i * stride];
+      const RedisReply& m = r[i];
       NEARDUP_RETURN_IF_ERROR(ReplyError(m, "MGET"));
       Candidate& c = (*cands)[i];
       c.have_meta = m.elements.size() == 2 && m.elements[0].is_string() && DecodeMeta(m.elements[0].str, &c.meta);
@@ -959,16 +1048,18 @@ class RedisClusterEngine final : public Engine {
   //      bucket and anchor bucket we live in; a replica acknowledges it.
   //   2. Read (GatherCandidates): every bucket and anchor bucket of every
   //      live window, after all of step 1.
-  //   3. Look (ReadCandidates, FilterByPairRule, CollectKept): metadata and
-  //      status of each candidate; drop what the pair rule (DecidePair)
-  //      rejects; the kept ones are our matches.
+  //   3. Look (ReadCandidates, FilterByPairRule, CollectKept): metadata of
+  //      each candidate; drop what the pair rule (DecidePair) rejects; read
+  //      the rest again synced (their statuses on a replica); the kept ones
+  //      are our matches.
   //   4. Resolve (ResolvePending): with no match, and when inserting, settle
   //      pending candidates in id order: wait for an older one while its
   //      lease runs, else fence it (status "R<our id>", SET NX).
   //   5. Commit (Commit, Publish, AdoptFencer): SET NX our own status, kept
   //      if nothing was, else rejected; if a peer fenced us first, we are
   //      its duplicate when it was kept, else 503.
-  //   Then Answer: the matches in NearDupSet's order (RanksBefore).
+  //   Then Answer: the matches in NearDupSet's order (RanksBefore), each
+  //   named one readable by its id (MakeNamedReadable).
   // Why exactly one of concurrent near-duplicates is kept: each appends
   // (step 1, acknowledged) before it reads (step 2), and two near-duplicates
   // share a key both append to and both read, so at least one of them sees
@@ -998,6 +1089,16 @@ class RedisClusterEngine final : public Engine {
     if (run.answered) return std::move(run.out);
     if (run.store && !Step("appended")) return AbandonedStatus();
     NEARDUP_RETURN_IF_ERROR(GatherCandidates(run));
+    // Metadata first, unsynced: the pair rule depends only on what step 1
+    // wrote (fingerprint, content hash, sketch), which never changes, and
+    // most candidates fail it (a common anchor has up to 64 holders). Only
+    // those that pass, and those whose metadata was not there, are read
+    // again synced: their statuses decide the answer. (One synced read of
+    // every candidate made checks 3x slower with the embedded store's
+    // candidate set.)
+    NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &run.cands, /*sync=*/false));
+    MarkDecidedLazily(run);
+    FilterByPairRule(run);
     NEARDUP_RETURN_IF_ERROR(ReadCandidates(n, &run.cands, /*sync=*/true));
     if (run.store && !Step("read")) return AbandonedStatus();
     FilterByPairRule(run);
@@ -1098,17 +1199,11 @@ class RedisClusterEngine final : public Engine {
   Status GatherCandidates(CheckRun& run) {
     const NsInfo& n = run.n;
     std::vector<RedisCommand> cmds;
-    std::vector<AnchorRead> anchor_reads;
     for (int64_t w : run.windows) {
       for (std::string& key : OwnKeys(run, w)) cmds.push_back(Cmd({"GET", std::move(key)}));
     }
     const size_t buckets = cmds.size();
-    for (int64_t w : run.windows) {
-      for (uint32_t p : run.prefixes) {
-        cmds.push_back(Cmd({"GET", AnchorKey(n, p, w)}));
-        anchor_reads.push_back(AnchorRead{p, w});
-      }
-    }
+    AddAnchorReads(run, run.prefixes, &cmds);
     cmds.push_back(Cmd({"HINCRBY", CountersKey(n), "checks", "1"}));
     std::vector<RedisReply> r;
     NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
@@ -1116,19 +1211,51 @@ class RedisClusterEngine final : public Engine {
     size_t records = 0;
     NEARDUP_RETURN_IF_ERROR(ScanBuckets(run, std::span(r).first(buckets), &seen, &records));
     if (!run.anchors.empty()) {
-      NEARDUP_RETURN_IF_ERROR(ScanAnchors(run, std::span(r).subspan(buckets, anchor_reads.size()), anchor_reads,
-                                          &seen, &records));
+      AnchorScan scan(run.all_anchors.size());
+      scan.read = run.anchors.size();
+      NEARDUP_RETURN_IF_ERROR(
+          ScanAnchors(run, std::span(r).subspan(buckets, cmds.size() - buckets - 1), &scan, &records));
+      std::vector<size_t> probe, filed;
+      if (!ChooseAnchors(run, scan, &probe, &filed)) {
+        // Some of our first anchors are stop keys: the embedded store probes
+        // and files the next ones instead (rare: only a hot anchor does it).
+        NEARDUP_RETURN_IF_ERROR(ReadMoreAnchors(run, &scan, &records));
+        (void)ChooseAnchors(run, scan, &probe, &filed);
+      }
+      AddAnchorCandidates(run, scan, probe, &seen);
+      for (size_t a : filed) run.filed.push_back(run.all_anchors[a]);
     }
     for (const auto& [id, found] : seen) {
       Candidate c;
       c.iid = id;
-      c.distance = found.first;
-      c.by_anchor = found.second;
+      c.distance = found.distance;
+      c.by_anchor = found.by_anchor;
+      c.pending_only = found.pending_only;
+      c.stop_anchor = found.stop_anchor;
       run.cands.push_back(std::move(c));
     }
     std::sort(run.cands.begin(), run.cands.end(), [](const Candidate& a, const Candidate& b) { return a.iid < b.iid; });
     scanned_.fetch_add(records);
     return Status::OK();
+  }
+
+  // GETs of the anchor buckets with these prefixes in every live window.
+  static void AddAnchorReads(const CheckRun& run, const std::vector<uint32_t>& prefixes,
+                             std::vector<RedisCommand>* cmds) {
+    for (int64_t w : run.windows) {
+      for (uint32_t p : prefixes) cmds->push_back(Cmd({"GET", AnchorKey(run.n, p, w)}));
+    }
+  }
+
+  // The keys of the anchors after our first `anchors` (only their kept marks
+  // matter: no check appends there).
+  Status ReadMoreAnchors(const CheckRun& run, AnchorScan* scan, size_t* records) {
+    std::vector<RedisCommand> cmds;
+    AddAnchorReads(run, run.PrefixesOf(run.anchors.size(), run.all_anchors.size(), run.prefixes), &cmds);
+    std::vector<RedisReply> r;
+    if (!cmds.empty()) NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
+    scan->read = run.all_anchors.size();
+    return ScanAnchors(run, r, scan, records);
   }
 
   // Step 3, Look: the kept, unexpired candidates are the matches. Our own earlier
@@ -1166,8 +1293,10 @@ class RedisClusterEngine final : public Engine {
     const bool always = run.mode == CheckMode::kInsertAlways;
     const bool keep = always || run.kept.empty();
     const RecordStatus mine = keep ? RecordStatus::Kept() : RecordStatus::RejectedBy(run.iid);
-    const std::vector<RedisCommand> cmds = {
+    std::vector<RedisCommand> cmds = {
         SetCmd(StatKey(n, run.iid), FormatStatus(mine), run.doc_exp, /*nx=*/!always, /*get=*/true)};
+    // A duplicate is decided by this very SET: its marks may ride along.
+    if (!keep) AddDecidedMarks(run, /*kept=*/false, &cmds);
     std::vector<RedisReply> r;
     NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
     NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET status"));
@@ -1184,9 +1313,69 @@ class RedisClusterEngine final : public Engine {
     if (!Step("committed")) return AbandonedStatus();
     std::vector<RedisCommand> after = {SetCmd(IdKey(n, run.doc.id), std::to_string(run.iid), run.doc_exp, false, false),
                                        Cmd({"HINCRBY", CountersKey(n), "inserted", "1"})};
+    AddKeptMarks(run, &after);
+    AddDecidedMarks(run, /*kept=*/true, &after);
     if (!run.kept.empty()) after.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
     std::vector<RedisReply> r;
     return client_->ExecuteBatch(after, &r, Durable());
+  }
+
+  // Our kept marks (kKeptMark) under the anchors the embedded store would
+  // file us under. After the status: a mark names a kept document. Sent
+  // again after a broken connection, a mark may repeat: readers count
+  // distinct ids.
+  void AddKeptMarks(const CheckRun& run, std::vector<RedisCommand>* cmds) const {
+    const NsInfo& n = run.n;
+    const int64_t w = n.Window(run.ts);
+    const int64_t exp = n.BucketExpiry(w, run.ts);
+    std::vector<uint32_t> prefixes;
+    for (uint32_t a : run.filed) {
+      cmds->push_back(MarkCmd(n, a, run.iid | kKeptMark, w));
+      prefixes.push_back(n.AnchorPrefix(a));
+    }
+    std::sort(prefixes.begin(), prefixes.end());
+    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+    for (uint32_t p : prefixes) {
+      // Keys of our first anchors got their expiry in step 1.
+      if (exp <= 0) break;
+      if (std::binary_search(run.prefixes.begin(), run.prefixes.end(), p)) continue;
+      cmds->push_back(Cmd({"PEXPIREAT", AnchorKey(n, p, w), std::to_string(exp), "NX"}));
+      cmds->push_back(Cmd({"PEXPIREAT", AnchorKey(n, p, w), std::to_string(exp), "GT"}));
+    }
+  }
+
+  // Our decided marks: under each of our first `anchors` anchors that gets
+  // no kept mark. Only once our status is set (a mark is never read as
+  // "not in flight" while we are). The keys exist (step 1).
+  void AddDecidedMarks(const CheckRun& run, bool kept, std::vector<RedisCommand>* cmds) const {
+    const int64_t w = run.n.Window(run.ts);
+    for (uint32_t a : run.anchors) {
+      if (kept && std::find(run.filed.begin(), run.filed.end(), a) != run.filed.end()) continue;
+      cmds->push_back(MarkCmd(run.n, a, run.iid | kDecidedMark, w));
+    }
+  }
+
+  static RedisCommand MarkCmd(const NsInfo& n, uint32_t anchor, uint64_t id_bits, int64_t w) {
+    std::string rec(kAnchorRecord, '\0');
+    EncodeFixed(rec.data(), anchor, 4);
+    EncodeFixed(rec.data() + 4, id_bits, 8);
+    return Cmd({"APPEND", AnchorKey(n, n.AnchorPrefix(anchor), w), std::move(rec)});
+  }
+
+  // Readers' decided marks, for records behind a stop key whose status they
+  // read decided (their check died before marking, or marked nothing: they
+  // were appended before the anchor became a stop key). Best effort, under
+  // our own window's key of that anchor (it exists: we appended to it).
+  void MarkDecidedLazily(const CheckRun& run) {
+    if (!run.store) return;
+    std::vector<RedisCommand> cmds;
+    for (const Candidate& c : run.cands) {
+      if (c.pending_only && !c.by_anchor && !c.status.pending()) {
+        cmds.push_back(MarkCmd(run.n, c.stop_anchor, c.iid | kDecidedMark, run.n.Window(run.ts)));
+      }
+    }
+    std::vector<RedisReply> r;
+    if (!cmds.empty()) (void)client_->ExecuteBatch(cmds, &r);
   }
 
   // A peer saw our pending record and fenced it: we are its duplicate if it
@@ -1223,15 +1412,44 @@ class RedisClusterEngine final : public Engine {
     CheckOutcome& out = run.out;
     for (const Candidate* c : run.kept) {
       if (static_cast<int>(out.matches.size()) >= run.n.settings.max_matches) break;
-      out.matches.push_back(MatchedDocument{c->meta.id, c->distance, c->similarity, c->similarity_exact, c->meta.ch == run.ch, c->meta.ts});
+      // "similarity_exact" as the embedded store and the batch job report it
+      // (local_engine.cc, dedup.cc): also true for an equal normalized text
+      // (issue 16: a long repost's answer differed in this field only).
+      const bool exact = c->meta.ch == run.ch;
+      out.matches.push_back(
+          MatchedDocument{c->meta.id, c->distance, c->similarity, c->similarity_exact || exact, exact, c->meta.ts});
     }
     out.duplicate = !out.matches.empty();
-    if (out.duplicate && !out.stored && run.mode != CheckMode::kQueryOnly) {
-      std::vector<RedisReply> r;
-      const std::vector<RedisCommand> cmds = {Cmd({"HINCRBY", CountersKey(run.n), "duplicates", "1"})};
-      (void)client_->ExecuteBatch(cmds, &r);
-    }
+    if (out.duplicate) NEARDUP_RETURN_IF_ERROR(MakeNamedReadable(run));
     return std::move(out);
+  }
+
+  // Every document the answer names can be read by its id afterwards. A
+  // kept document's id key is written after its status (Publish): a check
+  // that set "K" and then failed (503 in a failover) left a kept record
+  // without one, and answers named it while GET said 404 (issue 16: found
+  // by scripts/history_check.py). So the id key of each named match is
+  // written if missing (SET NX, as a replay repairs its own), durably,
+  // before the answer.
+  Status MakeNamedReadable(CheckRun& run) {
+    const NsInfo& n = run.n;
+    std::vector<RedisCommand> cmds;
+    const size_t named = std::min(run.kept.size(), static_cast<size_t>(std::max(n.settings.max_matches, 0)));
+    for (size_t i = 0; i < named; ++i) {
+      const Candidate& c = *run.kept[i];
+      cmds.push_back(SetCmd(IdKey(n, c.meta.id), std::to_string(c.iid), n.DocExpiry(c.meta.ts), /*nx=*/true, false));
+    }
+    if (!run.out.stored && run.mode != CheckMode::kQueryOnly) {
+      cmds.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
+    }
+    std::vector<RedisReply> r;
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
+    std::vector<RedisCommand> repaired;
+    for (size_t i = 0; i < named; ++i) {
+      if (!r[i].is_nil() && !r[i].is_error()) repaired.push_back(Cmd({"HINCRBY", CountersKey(n), "inserted", "1"}));
+    }
+    if (!repaired.empty()) (void)client_->ExecuteBatch(repaired, &r);
+    return Status::OK();
   }
 
   // Decides a pending candidate `c`: waits while it is older than us and its

@@ -7,9 +7,12 @@
 //  * Matching is NearDupSet's (near_dup_set.h): the same signature
 //    (MakeSignature), candidates (equal text, fingerprint radius, anchors)
 //    and pair rule (DecidePair), per namespace ("recheck", changed by PUT).
-//    Where it differs from the embedded store: anchor stop keys count every
-//    record appended under the anchor (duplicates too) per time window; a
-//    document uses exactly its first `anchors` anchors; the short-text
+//    Stop keys count kept documents (kept marks), as the embedded store's
+//    do, and a stop key is skipped for the next anchor. Where it differs
+//    from the embedded store: marks are counted per live time window (a stop
+//    key ends when its marks expire; deleted documents still count); a pair
+//    of *concurrent* checks is always settled when it shares one of both
+//    documents' first `anchors` anchors, stop key or not; the short-text
 //    radius applies when either text of a pair is short (the protocol needs
 //    the relation symmetric); with the re-check off no sketch is written, so
 //    similarity comes from the distance and such documents are later matched
