@@ -80,7 +80,7 @@ class Load:
     def __init__(self, ports, threads):
         self.ports, self.stop, self.mu, self.log, self.bad = ports, False, threading.Lock(), [], []
         self.stored, self.named = [], []  # ids answered stored; ids named as matches
-        self.history = []  # every check: id, text, port, times, status, answer (scripts/history_check.py)
+        self.history = []  # every check: id, text, port, times, status, answer (scripts/history/check.py)
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(threads)]
 
     def run(self, i):
@@ -130,10 +130,10 @@ class Load:
             t1 = time.monotonic()
             with self.mu:
                 self.log.append((t0, t1, status))
-                named = ans.get("matches", [{}])[0].get("id") if ans.get("duplicate") else None
-                self.history.append({"kind": "check", "id": f"t{i}-{n}", "text": text, "port": port, "t0": t0,
-                                     "t1": t1, "status": status, "stored": bool(ans.get("stored")),
-                                     "duplicate": bool(ans.get("duplicate")), "named": named,
+                # scripts/history/check.py's format (docs/history.md): no answer is status null.
+                self.history.append({"type": "op", "id": f"t{i}-{n}", "text": text, "instance": port, "t0": t0,
+                                     "t1": t1, "status": None if status == -1 else status,
+                                     "answer": ans if status == 200 else None,
                                      **({"error": ans["error"]} if "error" in ans else {})})
                 if not ok:
                     self.bad.append((t0, status))
@@ -268,10 +268,12 @@ def main():
         load.bad += [("unreadable", unreadable)] if any(unreadable.values()) else []
         if args.history:
             with open(args.history, "w") as f:
+                f.write(json.dumps({"type": "header", "namespace": "failover", "threshold": 0.7,
+                                    "shingle_size": 3}) + "\n")
                 for h in load.history:
                     f.write(json.dumps(h, ensure_ascii=False) + "\n")
                 for doc_id, st in reads.items():
-                    f.write(json.dumps({"kind": "read", "id": doc_id, "status": st}) + "\n")
+                    f.write(json.dumps({"type": "read", "id": doc_id, "status": st}) + "\n")
     finally:
         if load:
             load.stop = True

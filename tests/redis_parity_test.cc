@@ -217,7 +217,7 @@ TEST_F(RedisParityTest, StopKeysCountKeptDocumentsOnly) {
   EXPECT_EQ(mismatches, 0);
 }
 
-// Found by scripts/history_check.py under failover: a check that set its
+// Found by scripts/history/check.py under failover: a check that set its
 // status "K" and died (or failed its WAIT) before writing its id key left a
 // kept record that answers named but GET could not find. Now every named
 // match's id key is written (if missing) before the answer.

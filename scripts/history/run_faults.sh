@@ -14,11 +14,13 @@
 # SIGCONT), partition (one instance cut off from one master and its replica for 5 s: nftables
 # drops that instance's packets, by uid, on loopback), migrate (100 slots moved between masters
 # under load), none. A fault that cannot be injected here (no nft, not root) is logged and skipped.
-# Only 127.0.0.1; every process is stopped by its pid; every wait is bounded.
+# Only 127.0.0.1 (Redis on HISTORY_BASEPORT..+5, default 21400: cluster bus ports, +10000, stay
+# below the ephemeral range; serve on +100, +101); every process is stopped by its pid; every
+# wait is bounded.
 # Exit: the checker's (0 valid, 1 violations, 2 unusable history), 3 when set-up failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-trials=200 faults=none every=4 out="" mode=concurrent max_seconds=600 base=${HISTORY_BASEPORT:-24000} kind=cluster
+trials=200 faults=none every=4 out="" mode=concurrent max_seconds=600 base=${HISTORY_BASEPORT:-21400} kind=cluster
 while (($#)); do
   case "$1" in
     --trials) trials=$2; shift 2 ;;

@@ -1412,12 +1412,12 @@ class RedisClusterEngine final : public Engine {
     CheckOutcome& out = run.out;
     for (const Candidate* c : run.kept) {
       if (static_cast<int>(out.matches.size()) >= run.n.settings.max_matches) break;
-      // "similarity_exact" as the embedded store and the batch job report it
-      // (local_engine.cc, dedup.cc): also true for an equal normalized text
-      // (issue 16: a long repost's answer differed in this field only).
+      // "similarity_exact" as SimilarityIsExact (pair_rule.h) reports it in the
+      // embedded store and the batch job: Measure() already set it so (true
+      // for an equal normalized text only when no sketch measured the pair).
       const bool exact = c->meta.ch == run.ch;
       out.matches.push_back(
-          MatchedDocument{c->meta.id, c->distance, c->similarity, c->similarity_exact || exact, exact, c->meta.ts});
+          MatchedDocument{c->meta.id, c->distance, c->similarity, c->similarity_exact, exact, c->meta.ts});
     }
     out.duplicate = !out.matches.empty();
     if (out.duplicate) NEARDUP_RETURN_IF_ERROR(MakeNamedReadable(run));
