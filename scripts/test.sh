@@ -2,8 +2,9 @@
 # Command 2 of the README: the whole test suite.
 #  1. Release build, every test (ctest: labels unit, threads, needs-redis,
 #     slow; cmake/tests.cmake), and the README's and docs' examples
-#     (scripts/doctest_docs.py, also a ctest), and disk full under load on a
-#     small tmpfs (scripts/disk_full_test.sh).
+#     (scripts/doctest_docs.py, also a ctest), disk full under load on a
+#     small tmpfs (scripts/disk_full_test.sh), and short checked histories
+#     under faults (scripts/history/run_faults.sh, docs/history.md).
 #  2. ASan+UBSan build, every test.
 #  3. TSan build, the tests labelled threads (their own threads, no server).
 #  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
@@ -19,6 +20,13 @@ scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 # Disk full under load on a real tmpfs (SKIP where mounting is not allowed).
 scripts/disk_full_test.sh
+# Short checked histories under faults (docs/history.md): the embedded store with kill -9 and
+# SIGSTOP of the instance, the cluster store with every fault kind in turn. The long runs
+# (thousands of trials) are in docs/BENCHMARKS.md.
+scripts/history/run_faults.sh --store embedded --trials 1000 --faults kill-instance,stop-instance \
+  --fault-every 1 --max-seconds 60 -- --timeout 5
+scripts/history/run_faults.sh --trials 200 --faults kill-master,kill-instance,stop-instance,partition,migrate \
+  --fault-every 2.5 --max-seconds 90 -- --timeout 5
 [[ "${NEARDUP_TEST_QUICK:-0}" == 1 ]] && exit 0
 
 step "asan+ubsan build + tests"

@@ -130,7 +130,7 @@ class Recorder:
                         "status": status, "answer": answer})
             if status is not None and status != 503:
                 return
-            time.sleep(0.2)
+            time.sleep(min(2.0, 0.2 * 2 ** attempt))  # long enough to outlast a restart
 
 
 def make_trials(args, rng):
@@ -226,7 +226,7 @@ def main():
     ap.add_argument("--min-group", type=int, default=8)
     ap.add_argument("--max-group", type=int, default=32)
     ap.add_argument("--batch-fraction", type=float, default=0.5)
-    ap.add_argument("--retries", type=int, default=3)
+    ap.add_argument("--retries", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=15)
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--read-seconds", type=float, default=60, help="bound of the final-read phase")
