@@ -10,15 +10,19 @@
 // load hit every method alike):
 //   old    MultiIndex AddBatch + SearchBatch of every row in 1M chunks on 2
 //          threads (peers_selfjoin --method neardup); build and join timed
-//   joinT  SelfJoin on T threads: wall time, and its CPU seconds in the sorts,
-//          the group scans and the merge
+//   joinT  SelfJoin on T threads: wall time, and its CPU seconds in the sorts
+//          and the group scans, and the merge's wall time
+// Every method also prints cpu_s, the process's CPU seconds over all threads.
 //   floor  the hardware anchors: one read of the fingerprint array, one
-//          copy of it, and the compare kernel (xor + popcount over all pairs of
-//          a cache-resident group) run for as many pairs as the join compares
+//          copy of it, sort_floor = (k + 1) counting passes at those rates
+//          (two reads and 1.5 copies each), and the compare kernel (xor +
+//          popcount over all pairs of a cache-resident group) run for as many
+//          pairs as the join compares
 // Prints each run, then medians and ratios.
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <span>
 
@@ -117,6 +121,9 @@ void RunFloor(const std::vector<uint64_t>& fps, int k, uint64_t comparisons, Tim
   (*t)["copy"] = Seconds(t0, Clock::now());
   if (sum == copy[0] + 1) std::puts("");  // keeps the loops
   (*t)["compare_kernel"] = CompareKernel(fps, comparisons, k);
+  // A counting pass per block reads the array twice (histogram, scatter) and
+  // writes 12 bytes per entry (fingerprint + position): its streaming floor.
+  (*t)["sort_floor"] = (k + 1) * (2 * (*t)["read"] + 1.5 * (*t)["copy"]);
 }
 
 double Median(std::vector<double> v) {
@@ -162,6 +169,7 @@ int main(int argc, char** argv) {
       const std::string& name = order[(r + m) % order.size()];
       Timings t;
       Answer a;
+      const std::clock_t cpu0 = std::clock();
       if (name == "old") a = RunOld(fps, k, &t);
       else if (name.rfind("join", 0) == 0) a = RunJoin(fps, k, std::stoi(name.substr(4)), &t, &comparisons);
       else if (name == "floor") RunFloor(fps, k, comparisons, &t);
@@ -169,6 +177,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "unknown method %s\n", name.c_str());
         return 2;
       }
+      // Process CPU seconds, all threads: on shared cores the stable measure.
+      t["cpu"] = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
       std::printf("run=%d method=%s", r, name.c_str());
       for (const auto& [phase, s] : t) {
         std::printf(" %s_s=%.3f", phase.c_str(), s);
@@ -191,5 +201,8 @@ int main(int argc, char** argv) {
   if (med("old") > 0 && med("join2") > 0) std::printf("ratio old_total/join2 = %.1f\n", med("old") / med("join2"));
   if (med("old") > 0 && med("join1") > 0) std::printf("ratio old_total/join1 = %.1f\n", med("old") / med("join1"));
   if (med("join1") > 0 && med("join2") > 0) std::printf("ratio join1/join2 = %.2f\n", med("join1") / med("join2"));
+  if (all.count("old") && all.count("join2")) {
+    std::printf("ratio old_cpu/join2_cpu = %.1f\n", Median(all["old"]["cpu"]) / Median(all["join2"]["cpu"]));
+  }
   return 0;
 }
