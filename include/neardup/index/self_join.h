@@ -26,9 +26,10 @@
 //    one huge cluster cannot exhaust memory by surprise.
 //
 // Memory: n * 12 bytes of sort buffers per block in flight (up to
-// min(threads, k + 1) blocks at once; two buffers when a block is wider than
-// 16 bits and needs two radix passes), plus 16 bytes per output pair (held
-// per block, then merged into *out).
+// min(threads, k + 1) blocks at once; twice that for a block wider than 16
+// bits, k <= 2, which needs two radix passes), plus 12 bytes per output pair,
+// up to 24 while the per-block results are merged into *out. At 10M
+// fingerprints, k = 3, 2 threads: ~240 MB of buffers besides the input.
 //
 // Threads: blocks run in parallel on up to `threads` threads (ParallelFor);
 // with more threads than k + 1 blocks the extra ones idle. The function is
