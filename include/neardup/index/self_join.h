@@ -3,10 +3,13 @@
 // The batch form of HammingIndex::Search: instead of one index query per
 // fingerprint, a one-shot sort-based join (pigeonhole on k + 1 blocks). Two
 // fingerprints within k bits agree exactly on at least one of k + 1 disjoint
-// blocks, so for each block the set is sorted by that block's bits and every
-// pair inside a group of equal keys is compared. A pair is reported only at
-// the first block on which the two agree, so each pair comes out exactly once
-// without a dedup set.
+// blocks, so for each block the set is sorted by that block's bits (radix
+// sort, positions carried along) and the pairs inside each group of equal
+// keys are compared. Inside a group of 32 or more, the remaining bits are
+// split again into k + 1 sub-blocks and only entries that share a sub-block's
+// bucket are compared (the same pigeonhole, one level down). A pair is
+// reported only at the first block (and sub-block) on which the two agree,
+// so each pair comes out exactly once without a dedup set.
 //
 // Contract:
 //  * Input: fps[0..n), n < 2^32. Output: every (i, j) with i < j and
@@ -25,11 +28,11 @@
 //    returns kResourceExhausted and *out is left empty, so a set dominated by
 //    one huge cluster cannot exhaust memory by surprise.
 //
-// Memory: n * 12 bytes of sort buffers per block in flight (up to
-// min(threads, k + 1) blocks at once; twice that for a block wider than 16
-// bits, k <= 2, which needs two radix passes), plus 12 bytes per output pair,
-// up to 24 while the per-block results are merged into *out. At 10M
-// fingerprints, k = 3, 2 threads: ~240 MB of buffers besides the input.
+// Memory: two sort buffers of n * 12 bytes (fingerprint + position) per
+// thread that runs a block, min(threads, k + 1) of them, reused from block to
+// block; plus 12 bytes per output pair, up to 24 while the per-block results
+// are merged into *out. At 10M fingerprints, k = 3, 2 threads: ~480 MB of
+// buffers besides the input and 2M pairs.
 //
 // Threads: blocks run in parallel on up to `threads` threads (ParallelFor);
 // with more threads than k + 1 blocks the extra ones idle. The function is
