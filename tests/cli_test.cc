@@ -79,7 +79,7 @@ TEST_F(CliTest, HelpAndVersionExitZero) {
   EXPECT_EQ(Run("--help"), 0);
   EXPECT_NE(out_.find("dedup"), std::string::npos);
   EXPECT_NE(out_.find("Exit codes"), std::string::npos);
-  for (const char* cmd : {"dedup", "fingerprint", "distance", "idf", "idf build"}) {
+  for (const char* cmd : {"dedup", "fingerprint", "distance", "pairs", "idf", "idf build"}) {
     EXPECT_EQ(Run(std::string(cmd) + " --help"), 0) << cmd;
     EXPECT_NE(out_.find("Usage"), std::string::npos) << cmd;
   }
@@ -216,6 +216,28 @@ TEST_F(CliTest, Distance) {
   EXPECT_EQ(Run("distance xyz 0"), 2);
   EXPECT_NE(err_.find("invalid fingerprint \"xyz\""), std::string::npos) << err_;
   EXPECT_EQ(Run("distance 0 12345678901234567"), 2);  // 17 digits
+}
+
+TEST_F(CliTest, PairsJoinsFingerprintLines) {
+  // fingerprint's output format, a bare hex line (id = its line number), a
+  // text without features ("-") and a blank line, both skipped.
+  WriteFile(Path("fps.txt"),
+            "a\t00000000000000ff\n"
+            "b\t00000000000000fe\n"
+            "c\tffff000000000000\n"
+            "d\t-\n"
+            "\n"
+            "00000000000000f0\n"
+            "e\t00000000000000ff\n");
+  ASSERT_EQ(Run("pairs -i " + Path("fps.txt") + " -k 3 -t 2"), 0) << err_;
+  EXPECT_EQ(out_, "a\tb\t1\na\te\t0\nb\t6\t3\nb\te\t1\n");
+  ASSERT_EQ(Run("pairs -i - -k 4", Path("fps.txt")), 0) << err_;
+  EXPECT_EQ(out_, "a\tb\t1\na\t6\t4\na\te\t0\nb\t6\t3\nb\te\t1\n6\te\t4\n");
+  EXPECT_EQ(Run("pairs -i " + Path("fps.txt") + " -k 8"), 2);
+  WriteFile(Path("bad.txt"), "a\t00ff\nb\tnot-hex\n");
+  EXPECT_EQ(Run("pairs -i " + Path("bad.txt")), 3);
+  EXPECT_NE(err_.find("line 2: invalid fingerprint"), std::string::npos) << err_;
+  EXPECT_EQ(Run("pairs -i " + Path("missing.txt")), 1);
 }
 
 TEST_F(CliTest, Fingerprint) {

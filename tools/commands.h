@@ -78,6 +78,7 @@ inline int Fail(const Status& status, ErrorSource source = ErrorSource::kSetup) 
 void AddDedupCommand(CLI::App& app, int* exit_code);
 void AddFingerprintCommand(CLI::App& app, int* exit_code);
 void AddDistanceCommand(CLI::App& app, int* exit_code);
+void AddPairsCommand(CLI::App& app, int* exit_code);    // tools/cmd_pairs.cc
 void AddIdfCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);  // tools/cmd_serve.cc (neardup-serve)
 // `neardup serve` in the batch program: listed in --help, run by ExecServe,

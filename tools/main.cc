@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   AddDedupCommand(app, &exit_code);
   AddFingerprintCommand(app, &exit_code);
   AddDistanceCommand(app, &exit_code);
+  AddPairsCommand(app, &exit_code);
   AddIdfCommand(app, &exit_code);
   AddServeStub(app);
   AddEvalCommand(app, &exit_code);
