@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/acked_sequence.h"
 #include "neardup/store/rocks_store.h"
 
 extern char** environ;
@@ -638,30 +639,71 @@ TEST_F(RocksStoreWalTest, FlippedBytesInTheMiddleRefuseToOpen) {
   ExpectPrefix(got);
 }
 
-// (b) truncated to half. KNOWN LIMIT: a WAL cut short looks exactly like a
-// torn tail to RocksDB (the cut lands in a record or between records; there is
-// no length or end marker to check), so it opens WITHOUT the flag, with the
-// first half. Pinned so that a change of this behaviour is noticed;
-// docs/storage.md "Recovery from a damaged write-ahead log".
-TEST_F(RocksStoreWalTest, TruncatedToHalfIsNotDetected) {
+// (b) truncated to half. RocksDB alone reads a log cut short as one that
+// ends there (no length or end marker); the store's record of its last
+// acknowledged write (store/acked_sequence.h) makes it a refusal.
+TEST_F(RocksStoreWalTest, TruncatedToHalfRefusesToOpen) {
   const fs::path log = WriteDocsAndClose();
   fs::resize_file(log, fs::file_size(log) / 2);
-  const std::set<uint64_t> got = Present(/*accept_wal_loss=*/false);
+  ExpectRefused();
+  ExpectRefused();  // the failed open changed nothing
+  const std::set<uint64_t> got = Present(/*accept_wal_loss=*/true);
   EXPECT_GT(got.size(), kWalDocs / 4);
   EXPECT_LT(got.size(), kWalDocs);
   ExpectPrefix(got);
+  // Accepted once: the next open is clean.
+  store_.reset();
+  EXPECT_EQ(Present(/*accept_wal_loss=*/false), got);
+}
+
+// (b') the live log deleted: every unflushed acknowledged write is gone.
+// The documents are written twice: the reopen between flushes the first
+// round to a table file, so the store is not empty without its log (a store
+// that lost everything is refused as "opened empty", RocksStoreTest below).
+TEST_F(RocksStoreWalTest, DeletedLogRefusesToOpen) {
+  WriteDocsAndClose();
+  Open();
+  const fs::path log = WriteDocsAndClose();
+  fs::remove(log);
+  ExpectRefused();
+  EXPECT_EQ(Present(/*accept_wal_loss=*/true).size(), kWalDocs);  // the first round's
 }
 
 // (c) a torn last record (what kill -9 in the middle of an append leaves):
-// opens without the flag, with every earlier document.
-TEST_F(RocksStoreWalTest, TornTailOpensWithEveryEarlierDocument) {
+// that write was never acknowledged (its fsync had not returned), so the
+// record of the last acknowledged write is the one before it. Opens without
+// the flag, with every earlier document.
+TEST_F(RocksStoreWalTest, TornTailOfAnUnacknowledgedWriteOpens) {
   const fs::path log = WriteDocsAndClose();
   fs::resize_file(log, fs::file_size(log) - 5);
+  {
+    store_internal::AckedSequence acked(dir_);
+    auto seq = acked.Read();
+    ASSERT_TRUE(seq.ok() && seq->has_value());
+    ASSERT_TRUE(acked.Start(**seq - 1).ok());  // as if the process died before the last answer
+  }
   const std::set<uint64_t> got = Present(/*accept_wal_loss=*/false);
   EXPECT_EQ(got.size(), kWalDocs - 1);
   ExpectPrefix(got);
 }
 
+// The same tear of an acknowledged write is a loss, and is refused.
+TEST_F(RocksStoreWalTest, TornTailOfAnAcknowledgedWriteRefusesToOpen) {
+  const fs::path log = WriteDocsAndClose();
+  fs::resize_file(log, fs::file_size(log) - 5);
+  ExpectRefused();
+}
+
+// A store that is not synced keeps no record (its log may lag the record
+// after a power cut): it removes one left by a synced run.
+TEST_F(RocksStoreWalTest, UnsyncedStoreKeepsNoRecord) {
+  WriteDocsAndClose();
+  ASSERT_TRUE(fs::exists(fs::path(dir_) / "ACKED"));
+  RocksStoreOptions o;
+  o.sync = false;
+  Open(o);
+  EXPECT_FALSE(fs::exists(fs::path(dir_) / "ACKED"));
+}
 
 // ---- a new store only when asked; damaged MANIFEST, CURRENT, table files ------
 // (issue 15). A store is created only with create_if_missing (`serve --init`);

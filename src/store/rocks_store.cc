@@ -4,6 +4,7 @@
 // store is usable from other translation units' static initializers.
 #include "neardup/store/rocks_store.h"
 
+#include "store/acked_sequence.h"
 #include "store/store_files.h"
 #include "util/coding.h"
 
@@ -465,6 +466,30 @@ class RocksStore final : public DocumentStore {
 
   rocksdb::DB* db() { return db_.get(); }
 
+  // Start-up: did the write-ahead log keep every acknowledged write?
+  // (acked_sequence.h: RocksDB cannot tell a log cut at a record boundary,
+  // or a deleted live log, from one that ends there.) Then records from
+  // the current sequence number on.
+  Status CheckAckedWrites() {
+    if (!options_.sync) return acked_.Remove();
+    NEARDUP_ASSIGN_OR_RETURN(const std::optional<uint64_t> acked, acked_.Read());
+    const uint64_t now = db_->GetLatestSequenceNumber();
+    if (acked && *acked > now) {
+      const std::string lost = std::to_string(*acked - now);
+      if (!options_.accept_wal_loss) {
+        return Status::Corruption(
+            "cannot open the store in " + dir_ + ": its write-ahead log (*.log) was cut short or deleted: it ends at "
+            "write " + std::to_string(now) + " but writes up to " + std::to_string(*acked) + " were acknowledged, so " +
+            lost + " acknowledged writes would be lost (acknowledged documents, deletes or namespace changes). Restore the "
+            "directory from a backup, or restart with --accept-wal-loss to open it without them (copy the directory "
+            "first)");
+      }
+      std::cerr << "warning: " << dir_ << ": opened with --accept-wal-loss; " << lost
+                << " acknowledged writes were lost with the write-ahead log\n";
+    }
+    return acked_.Start(now);
+  }
+
   // Writes the format record of a new store (synced whatever options.sync:
   // the store exists once this is durable).
   Status PutFormat() {
@@ -620,7 +645,10 @@ class RocksStore final : public DocumentStore {
     rocksdb::WriteOptions wo = write_options_;
     if (force_sync) wo.sync = true;
     const rocksdb::Status rs = db_->Write(wo, batch);
-    if (rs.ok()) return Status::OK();
+    if (rs.ok()) {
+      if (wo.sync) acked_.Record(db_->GetLatestSequenceNumber());
+      return Status::OK();
+    }
     Status st = FromRocks(rs, what);
     if (rs.IsIOError()) NoteFailureLocked(*batch, st);  // NoSpace is an IOError too
     return st;
@@ -799,6 +827,7 @@ class RocksStore final : public DocumentStore {
 
   const std::string dir_;
   const RocksStoreOptions options_;
+  store_internal::AckedSequence acked_{dir_};
   const std::shared_ptr<rocksdb::FileSystem> fs_;
   const std::unique_ptr<rocksdb::Env> env_;  // over options_.file_system; null: the default Env
   const std::shared_ptr<rocksdb::Logger> info_log_;  // RocksDB's text LOG (InfoLogFile)
@@ -883,6 +912,7 @@ Result<std::unique_ptr<DocumentStore>> OpenRocksStore(const std::string& dir, co
                                       "'; this build reads version " + std::string(kFormatVersion));
   }
   static_assert(kFormatKey[0] == kMetaTag);
+  NEARDUP_RETURN_IF_ERROR(store->CheckAckedWrites());
   return std::unique_ptr<DocumentStore>(std::move(store));
 }
 

@@ -69,7 +69,9 @@ struct RocksStoreOptions {
 // store is missing and !create_if_missing, kFailedPrecondition for a
 // directory that is not a store (other files; a RocksDB database without the
 // neardup format record; an unknown format version), kCorruption naming the
-// directory for a damaged write-ahead log (unless options.accept_wal_loss),
+// directory for a damaged write-ahead log, or one cut short or deleted
+// (it ends before the last acknowledged write, recorded beside it when
+// options.sync; unless options.accept_wal_loss),
 // kCorruption naming the file and what its loss costs for a damaged or
 // missing MANIFEST, CURRENT or table file (never opened: no flag accepts
 // that), kStorageFull when the disk is too full to open (the open writes a
