@@ -75,16 +75,8 @@ class RedisParityTest : public SharedRedisClusterTest {
  protected:
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr) << "could not start a local redis cluster";
-    dir_ = fs::path(::testing::TempDir()) /
-           ("redis_parity_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    LocalEngineOptions lo;
-    lo.data_dir = dir_.string();
-    lo.sync = false;  // decisions are compared, not durability
-    auto l = OpenLocalEngine(lo);
-    ASSERT_TRUE(l.ok()) << l.status().ToString();
-    local_ = std::move(l).value();
+    local_ = testing::OpenReferenceEngine("redis_parity_", &dir_);
+    ASSERT_NE(local_, nullptr);
   }
   void TearDown() override {
     local_.reset();

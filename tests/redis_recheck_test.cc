@@ -54,16 +54,8 @@ class RedisRecheckTest : public SharedRedisClusterTest {
     auto r = OpenRedisClusterEngine(ro);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     redis_ = std::move(r).value();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("redis_recheck_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    LocalEngineOptions lo;
-    lo.data_dir = dir_.string();
-    lo.sync = false;  // decisions are compared, not durability
-    auto l = OpenLocalEngine(lo);
-    ASSERT_TRUE(l.ok()) << l.status().ToString();
-    local_ = std::move(l).value();
+    local_ = testing::OpenReferenceEngine("redis_recheck_", &dir_);
+    ASSERT_NE(local_, nullptr);
   }
   void TearDown() override {
     local_.reset();

@@ -473,7 +473,9 @@ TEST_F(ServeTest, StoreIsCreatedOnlyWithInit) {
     if (init) args.push_back("--init");
     ASSERT_TRUE(p.Start(args, Path("stderr"))) << ReadFile(Path("stderr"));
     httplib::Client c("127.0.0.1", p.port());
-    if (init) ASSERT_TRUE(c.Put("/v1/namespaces/kept", "{}", "application/json"));
+    if (init) {
+      ASSERT_TRUE(c.Put("/v1/namespaces/kept", "{}", "application/json"));
+    }
     auto r = c.Get("/v1/namespaces/kept");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);

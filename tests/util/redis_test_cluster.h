@@ -20,8 +20,25 @@
 
 #include "neardup/text/fingerprint.h"
 #include "neardup/dedup/near_dup_set.h"
+#include "neardup/store/rocks_store.h"
 
 namespace neardup::testing {
+
+// The embedded store that cluster tests compare against: an unsynced local
+// engine (decisions are compared, not durability) in a scratch directory
+// named after the running test, emptied first. nullptr if it cannot open
+// (the test's failure says why).
+inline std::unique_ptr<Engine> OpenReferenceEngine(const std::string& prefix, std::filesystem::path* dir) {
+  *dir = std::filesystem::path(::testing::TempDir()) /
+         (prefix + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(*dir);
+  LocalEngineOptions lo;
+  lo.data_dir = dir->string();
+  lo.sync = false;
+  auto l = OpenLocalEngine(lo);
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  return l.ok() ? std::move(l).value() : nullptr;
+}
 
 class LocalRedisCluster {
  public:
