@@ -7,6 +7,8 @@
 // match and the whole `all` list must agree at every step.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -253,6 +255,19 @@ std::vector<OracleCase> Cases() {
   k5.k = 5;
   k5.exact_fast_path = true;
   cases.push_back({"k5", k5});
+  // The same rule with the sketch records in a file (the service's default).
+  for (const char* name : {"defaults", "stop_keys", "sketch_max_chars_60"}) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (std::string(cases[i].name) != name) continue;
+      OracleCase c = cases[i];
+      c.name = std::string(name) == "defaults"    ? "defaults_in_file"
+               : std::string(name) == "stop_keys" ? "stop_keys_in_file"
+                                                  : "sketch_max_chars_60_in_file";
+      c.options.sketch_dir = std::filesystem::temp_directory_path();
+      cases.push_back(c);
+      break;
+    }
+  }
   return cases;
 }
 

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <string>
 
+#include "dedup/sketch_arena.h"
 #include "neardup/dedup/setting.h"
 #include "util/hash.h"
 #include "util/segmented_table.h"
@@ -136,89 +137,6 @@ class AnchorTable {
   std::vector<uint64_t> free_;
 };
 
-// ---- SketchArena ----------------------------------------------------------------
-// The kept documents' sketch records, appended to fixed-size chunks. A
-// record never moves while its chunk is more than half live; below that the
-// chunk's live records move to the tail and the chunk is freed, so memory
-// follows the live records under a retention window's steady removals while
-// no step copies more than one chunk (a single growing vector copied every
-// record, gigabytes at 10M documents, whenever it doubled or was compacted).
-class SketchArena {
- public:
-  static constexpr int kChunkBits = 16;
-  static constexpr size_t kChunkWords = size_t{1} << kChunkBits;  // 256 KiB
-
-  // Copies a record of n (<= kChunkWords) words; returns its offset.
-  uint64_t Append(const uint32_t* rec, size_t n) {
-    if (chunks_.empty() || tail_end() + n > kChunkWords) NewTail();
-    Chunk& c = chunks_[tail_];
-    const uint64_t offset = (uint64_t{tail_} << kChunkBits) | c.end;
-    std::copy(rec, rec + n, c.words.get() + c.end);
-    c.end += n;
-    c.live += n;
-    return offset;
-  }
-  const uint32_t* At(uint64_t offset) const {
-    return chunks_[offset >> kChunkBits].words.get() + (offset & (kChunkWords - 1));
-  }
-  void Prefetch(uint64_t offset) const {
-    const uint32_t* p = At(offset);
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + 16);
-  }
-
-  // The record at offset (n words) is dead. Returns the chunk to evacuate
-  // (more than half dead, not the tail), or -1.
-  int64_t Release(uint64_t offset, size_t n) {
-    const uint64_t c = offset >> kChunkBits;
-    chunks_[c].live -= n;
-    return c != tail_ && chunks_[c].live * 2 < kChunkWords ? static_cast<int64_t>(c) : -1;
-  }
-  // Calls fn(offset, record) for each record ever appended to chunk c (dead
-  // ones included: the caller tells them apart), then frees the chunk.
-  template <typename SizeOf, typename Fn>
-  void Evacuate(uint64_t c, SizeOf&& size_of, Fn&& fn) {
-    const size_t end = chunks_[c].end;
-    // c is not the tail, so fn's appends go elsewhere; it is reusable only
-    // afterwards (an old offset must never name a moved record).
-    for (size_t i = 0; i < end;) {
-      const uint32_t* rec = chunks_[c].words.get() + i;
-      const size_t n = size_of(rec);
-      fn((c << kChunkBits) | i, rec);
-      i += n;
-    }
-    chunks_[c] = Chunk{};
-    free_.push_back(c);
-  }
-
-  size_t MemoryBytes() const {
-    return chunks_.capacity() * sizeof(Chunk) + (chunks_.size() - free_.size()) * kChunkWords * sizeof(uint32_t) +
-           free_.capacity() * sizeof(uint64_t);
-  }
-
- private:
-  struct Chunk {
-    std::unique_ptr<uint32_t[]> words;
-    size_t end = 0;   // words appended
-    size_t live = 0;  // words of records not released
-  };
-  size_t tail_end() const { return chunks_[tail_].end; }
-  void NewTail() {
-    if (!free_.empty()) {
-      tail_ = free_.back();
-      free_.pop_back();
-    } else {
-      tail_ = chunks_.size();
-      chunks_.emplace_back();
-    }
-    chunks_[tail_].words = std::make_unique_for_overwrite<uint32_t[]>(kChunkWords);
-  }
-
-  std::vector<Chunk> chunks_;
-  uint64_t tail_ = 0;
-  std::vector<uint64_t> free_;  // chunks freed by evacuation, reused first
-};
-
 // 64-bit key -> 64-bit value slots (value UINT64_MAX: empty); a key may
 // repeat (the exact-match table is a multimap).
 using KeyValueSlot = internal::KeyValueSlot;
@@ -230,23 +148,7 @@ using KeyValueTable = internal::SegmentedTable<KeyValueSlot, KeyValueOps>;
 
 }  // namespace near_dup_set_internal
 using namespace near_dup_set_internal;
-
-class NearDupSet::Tables {
- public:
-  KeyValueTable by_hash;      // content_hash -> kept id
-  KeyValueTable sketch_slot;  // kept id -> offset of its record in `arena`
-  SketchArena arena;
-  AnchorTable anchors;
-
-  // The slot of a kept id's sketch record, or null.
-  KeyValueSlot* SketchSlot(DocId id) {
-    return sketch_slot.Find(Murmur3Fmix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
-  }
-  const uint32_t* SketchRecord(DocId id) const {
-    const KeyValueSlot* s = const_cast<Tables*>(this)->SketchSlot(id);
-    return s == nullptr ? nullptr : arena.At(s->value);
-  }
-};
+using internal::SketchArena;
 
 namespace {
 
@@ -265,7 +167,57 @@ size_t RecordSize(const uint32_t* rec) { return kRecHeader + rec[kRecCount] + re
 // The exact match is listed apart (first); the others rank by the pair rule.
 MatchRank RankOf(const DuplicateMatch& m) { return MatchRank{false, m.similarity, m.distance, m.id}; }
 
+// Buffers for the records one FindDuplicate reads from a file arena: a
+// deque, so the ones handed out stay put while more are added.
+class RecordBuffers {
+ public:
+  void Reset() { used_ = 0; }
+  uint32_t* Next() {
+    if (used_ == bufs_.size()) bufs_.emplace_back();
+    return bufs_[used_++].data();
+  }
+
+ private:
+  std::deque<std::array<uint32_t, kMaxRecordWords>> bufs_;
+  size_t used_ = 0;
+};
+thread_local RecordBuffers t_record_buffers;
+
 }  // namespace
+
+class NearDupSet::Tables {
+ public:
+  KeyValueTable by_hash;      // content_hash -> kept id
+  KeyValueTable sketch_slot;  // kept id -> Place() of its record in `arena`
+  std::unique_ptr<SketchArena> arena;
+  AnchorTable anchors;
+
+  // A record's place: its offset and length in words (records are at most
+  // kMaxRecordWords < 2^9 words, so never the empty mark).
+  static uint64_t Place(uint64_t offset, size_t words) { return offset << 9 | words; }
+  static uint64_t OffsetOf(uint64_t place) { return place >> 9; }
+  static size_t WordsOf(uint64_t place) { return place & 511; }
+
+  // The slot of a kept id's sketch record, or null.
+  KeyValueSlot* SketchSlot(DocId id) {
+    return sketch_slot.Find(Murmur3Fmix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
+  }
+  const KeyValueSlot* SketchSlot(DocId id) const { return const_cast<Tables*>(this)->SketchSlot(id); }
+  // *rec = the kept id's record (null if it has none), read into `buf`
+  // (kMaxRecordWords) when the arena is a file.
+  Status Record(DocId id, uint32_t* buf, const uint32_t** rec) const {
+    *rec = nullptr;
+    const KeyValueSlot* s = SketchSlot(id);
+    if (s == nullptr) return Status::OK();
+    return arena->Read(OffsetOf(s->value), WordsOf(s->value), buf, rec);
+  }
+  // Record() for FindDuplicate: a file arena's record stays readable until
+  // the thread's next FindDuplicate.
+  Status Load(DocId id, const uint32_t** rec) const {
+    return Record(id, arena->in_file() ? t_record_buffers.Next() : nullptr, rec);
+  }
+};
+
 
 // ---- NearDupSet -------------------------------------------------------------------
 
@@ -283,7 +235,13 @@ Result<std::unique_ptr<NearDupSet>> NearDupSet::Create(const NearDupOptions& opt
   index_options.expected_k = LargestRadius(options);
   auto index = NewMultiIndex(index_options);
   if (!index.ok()) return index.status();
-  return std::unique_ptr<NearDupSet>(new NearDupSet(options, std::move(index).value()));
+  std::unique_ptr<SketchArena> arena = std::make_unique<SketchArena>();
+  if (!options.sketch_dir.empty()) {
+    NEARDUP_ASSIGN_OR_RETURN(arena, SketchArena::InFile(options.sketch_dir));
+  }
+  std::unique_ptr<NearDupSet> set(new NearDupSet(options, std::move(index).value()));
+  set->t_->arena = std::move(arena);
+  return set;
 }
 
 NearDupSet::NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index)
@@ -331,6 +289,7 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
                                  std::vector<DuplicateMatch>* all) const {
   best->reset();
   if (all) all->clear();
+  t_record_buffers.Reset();
   const RecheckOptions& r = options_.recheck;
   const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
   const bool use_anchors = r.enabled && r.anchors > 0 && sketches;
@@ -341,14 +300,14 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   thread_local std::vector<DocId> exact_ids;
   ExactMatches(doc.content_hash, &exact_ids);
   if (!exact_ids.empty() && (options_.exact_fast_path || !doc.has_features)) {
-    *best = ExactAnswer(doc, exact_ids);
+    NEARDUP_RETURN_IF_ERROR(ExactAnswer(doc, exact_ids, best));
     if (best->has_value() && !all) return Status::OK();
     if (best->has_value()) all->push_back(**best);
   }
   if (!doc.has_features) return Status::OK();
   thread_local std::vector<SketchedMatch> checked;
   NEARDUP_RETURN_IF_ERROR(FingerprintCandidates(doc, sketches, &checked));
-  if (use_anchors) AddAnchorCandidates(doc, &checked);
+  if (use_anchors) NEARDUP_RETURN_IF_ERROR(AddAnchorCandidates(doc, &checked));
   RankAccepted(doc, checked, exact_ids, best, all);
   return Status::OK();
 }
@@ -357,16 +316,19 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
 // first kept copy of that text that passes the pair rule is the answer. The
 // normalized text drops punctuation, which the similarity counts: with the
 // re-check on, an equal normalized text is a candidate like any other.
-std::optional<DuplicateMatch> NearDupSet::ExactAnswer(const DocSignature& doc,
-                                                      std::vector<DocId>& exact_ids) const {
+Status NearDupSet::ExactAnswer(const DocSignature& doc, std::vector<DocId>& exact_ids,
+                               std::optional<DuplicateMatch>* answer) const {
   std::sort(exact_ids.begin(), exact_ids.end());
   for (DocId id : exact_ids) {
+    const uint32_t* rec = nullptr;
+    if (doc.has_sketch()) NEARDUP_RETURN_IF_ERROR(t_->Load(id, &rec));
     DuplicateMatch m;
-    if (!Accept(doc, Match{id, doc.fingerprint, 0}, doc.has_sketch() ? t_->SketchRecord(id) : nullptr, &m)) continue;
+    if (!Accept(doc, Match{id, doc.fingerprint, 0}, rec, &m)) continue;
     m.exact = true;
-    return m;
+    *answer = m;
+    return Status::OK();
   }
-  return std::nullopt;
+  return Status::OK();
 }
 
 // Ordered by distance, then id: the index's order.
@@ -375,7 +337,11 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
   thread_local std::vector<Match> candidates;
   NEARDUP_RETURN_IF_ERROR(index_->Search(doc.fingerprint, SearchRadius(doc), &candidates));
   out->clear();
-  for (const Match& c : candidates) out->emplace_back(c, sketches ? t_->SketchRecord(c.id) : nullptr);
+  for (const Match& c : candidates) {
+    const uint32_t* rec = nullptr;
+    if (sketches) NEARDUP_RETURN_IF_ERROR(t_->Load(c.id, &rec));
+    out->emplace_back(c, rec);
+  }
   return Status::OK();
 }
 
@@ -383,7 +349,7 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
 // (a stop key is skipped, not counted) and not already found by fingerprint:
 // the short near-duplicates simhash misses. `checked` stays ordered by
 // distance, then id.
-void NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const {
+Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const {
   thread_local std::vector<DocId> ids;
   ids.clear();
   int probed = 0;
@@ -391,7 +357,7 @@ void NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<Sketch
     if (probed == options_.recheck.anchors) break;
     if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
   }
-  if (ids.empty()) return;
+  if (ids.empty()) return Status::OK();
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   const size_t found = checked->size();
@@ -407,7 +373,8 @@ void NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<Sketch
   // Each candidate is two dependent random reads (its slot, then its
   // record): one pass per level, so the misses of a level overlap.
   for (DocId id : ids) {
-    const uint32_t* rec = t_->SketchRecord(id);
+    const uint32_t* rec = nullptr;
+    NEARDUP_RETURN_IF_ERROR(t_->Load(id, &rec));
     if (rec == nullptr) continue;
     // The header and the sketch values: up to 5 cache lines (reading the
     // record's length first would wait for the first of them).
@@ -425,6 +392,7 @@ void NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<Sketch
       return a.first.distance != b.first.distance ? a.first.distance < b.first.distance : a.first.id < b.first.id;
     });
   }
+  return Status::OK();
 }
 
 // The pair rule on each candidate, nearest first; the best by RanksBefore
@@ -460,9 +428,7 @@ bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
 
 Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   if (id == KeyValueSlot::kEmptyValue) return Status::InvalidArgument("id UINT64_MAX is reserved");
-  if (doc.has_features) {
-    NEARDUP_RETURN_IF_ERROR(index_->Add(doc.fingerprint, id));
-  } else {
+  if (!doc.has_features) {
     // Featureless documents are not in the index; keep ids unique anyway.
     thread_local std::vector<DocId> same;
     ExactMatches(doc.content_hash, &same);
@@ -470,11 +436,36 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
       return Status::AlreadyExists("id " + std::to_string(id) + " already kept");
     }
   }
+  // The record first: in a file it is the step that can fail (a full disk),
+  // and then nothing of the document may stay.
+  std::array<uint32_t, kMaxRecordWords> rec;
+  const bool sketch = KeepsSketch(doc);
+  const size_t words = sketch ? MakeRecord(id, doc, rec.data()) : 0;
+  uint64_t offset = 0;
+  if (sketch) NEARDUP_RETURN_IF_ERROR(t_->arena->Append(rec.data(), words, &offset));
+  if (doc.has_features) {
+    if (Status st = index_->Add(doc.fingerprint, id); !st.ok()) {
+      if (sketch) t_->arena->Release(offset, words);
+      return st;
+    }
+  }
   t_->by_hash.Insert(Murmur3Fmix64(doc.content_hash), KeyValueSlot{doc.content_hash, id});
   ++size_;
-  if (!KeepsSketch(doc)) return Status::OK();
+  if (!sketch) return Status::OK();
+  const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
+  const uint32_t* anchors = rec.data() + kRecHeader + rec[kRecCount];
+  for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Add(anchors[i], id, cap);
+  t_->sketch_slot.Insert(Murmur3Fmix64(id), KeyValueSlot{id, Tables::Place(offset, words)});
+  return Status::OK();
+}
+
+// Fills rec (kMaxRecordWords) with the document's record; returns its words.
+// Anchors are indexed whatever the current policy says, so that a later
+// SetPolicy() can turn them on: the first `anchors` non-stop ones (at least
+// the default number). Anchors are distinct, so adding one cannot make a
+// later one a stop key: choosing them all before adding any is the same.
+size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const {
   const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
-  std::array<uint32_t, kMaxRecordWords> rec;
   rec[kRecIdLo] = static_cast<uint32_t>(id);
   rec[kRecIdHi] = static_cast<uint32_t>(id >> 32);
   rec[kRecChars] = doc.num_chars;
@@ -482,24 +473,17 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   rec[kRecFpLo] = static_cast<uint32_t>(doc.fingerprint);
   rec[kRecFpHi] = static_cast<uint32_t>(doc.fingerprint >> 32);
   rec[kRecCount] = static_cast<uint32_t>(n);
-  std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec.begin() + kRecHeader);
-  // Anchors are indexed whatever the current policy says, so that a later
-  // SetPolicy() can turn them on: the first `anchors` non-stop ones (at
-  // least the default number).
+  std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec + kRecHeader);
   const int m = std::max(options_.recheck.anchors, RecheckOptions{}.anchors);
-  const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
   uint32_t added = 0;
   for (uint32_t a : doc.sketch.anchors) {
     if (added == static_cast<uint32_t>(m)) break;
     if (t_->anchors.IsStop(a)) continue;
-    t_->anchors.Add(a, id, cap);
     rec[kRecHeader + n + added] = a;
     ++added;
   }
   rec[kRecAnchors] = added;
-  const uint64_t offset = t_->arena.Append(rec.data(), kRecHeader + n + added);
-  t_->sketch_slot.Insert(Murmur3Fmix64(id), KeyValueSlot{id, offset});
-  return Status::OK();
+  return kRecHeader + n + added;
 }
 
 bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
@@ -509,26 +493,38 @@ bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
   if (entry == nullptr) return false;
   t_->by_hash.Erase(entry);
   if (doc.has_features) index_->Remove(id);
-  if (KeyValueSlot* slot = t_->SketchSlot(id); slot != nullptr) {
-    const uint64_t offset = slot->value;
-    const uint32_t* rec = t_->arena.At(offset);
-    const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
-    for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Remove(anchors[i], id);
-    const int64_t evacuate = t_->arena.Release(offset, RecordSize(rec));
-    t_->sketch_slot.Erase(slot);
-    if (evacuate >= 0) {
-      // Move the chunk's live records (those their id's slot still points
-      // at) to the tail.
-      Tables& t = *t_;
-      t.arena.Evacuate(static_cast<uint64_t>(evacuate), RecordSize, [&t](uint64_t old, const uint32_t* r) {
-        const DocId rid = r[kRecIdLo] | (uint64_t{r[kRecIdHi]} << 32);
-        KeyValueSlot* s = t.SketchSlot(rid);
-        if (s != nullptr && s->value == old) s->value = t.arena.Append(r, RecordSize(r));
-      });
-    }
-  }
+  if (KeyValueSlot* slot = t_->SketchSlot(id); slot != nullptr) RemoveRecord(id, slot);
   --size_;
   return true;
+}
+
+// A record that cannot be read back (a file's I/O error) leaves its anchor
+// postings behind: harmless, as a posting without a record is skipped.
+void NearDupSet::RemoveRecord(DocId id, KeyValueSlot* slot) {
+  const uint64_t offset = Tables::OffsetOf(slot->value);
+  const size_t words = Tables::WordsOf(slot->value);
+  std::array<uint32_t, kMaxRecordWords> buf;
+  const uint32_t* rec = nullptr;
+  if (t_->arena->Read(offset, words, buf.data(), &rec).ok()) {
+    const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
+    for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Remove(anchors[i], id);
+  }
+  const int64_t evacuate = t_->arena->Release(offset, words);
+  t_->sketch_slot.Erase(slot);
+  if (evacuate < 0) return;
+  // Move the chunk's live records (those their id's slot still points at)
+  // to the tail. A failed move (a full disk) keeps the chunk: nothing lost.
+  Tables& t = *t_;
+  (void)t.arena->Evacuate(static_cast<uint64_t>(evacuate), RecordSize, [&t](uint64_t old, const uint32_t* r) -> int64_t {
+    const DocId rid = r[kRecIdLo] | (uint64_t{r[kRecIdHi]} << 32);
+    KeyValueSlot* s = t.SketchSlot(rid);
+    if (s == nullptr || Tables::OffsetOf(s->value) != old) return 0;
+    const size_t n = RecordSize(r);
+    uint64_t moved = 0;
+    if (!t.arena->Append(r, n, &moved).ok()) return -1;
+    s->value = Tables::Place(moved, n);
+    return static_cast<int64_t>(n);
+  });
 }
 
 Status NearDupSet::set_k(int k) {
@@ -553,7 +549,10 @@ Status NearDupSet::SetPolicy(const RecheckOptions& recheck) {
 
 size_t NearDupSet::MemoryBytes() const {
   return index_->MemoryBytes() + t_->by_hash.MemoryBytes() + t_->sketch_slot.MemoryBytes() +
-         t_->arena.MemoryBytes() + t_->anchors.MemoryBytes();
+         t_->arena->MemoryBytes() + t_->anchors.MemoryBytes();
+}
+
+size_t NearDupSet::SketchFileBytes() const { return t_->arena->FileBytes();
 }
 
 }  // namespace neardup

@@ -603,6 +603,7 @@ class LocalEngine final : public Engine {
       std::lock_guard nl(ns->mu);
       m.documents += ns->by_id.size();
       m.memory_bytes += ns->MemoryBytes();
+      m.sketch_file_bytes += ns->set->SketchFileBytes();
     }
     lk.unlock();
     m.disk_bytes = store_->ApproximateDiskBytes();
@@ -756,6 +757,7 @@ class LocalEngine final : public Engine {
     NearDupOptions o;
     o.k = settings.k;
     o.recheck = settings.recheck;
+    if (!options_.sketches_in_memory) o.sketch_dir = options_.sketch_dir;
     auto set = NearDupSet::Create(o);
     if (!set.ok()) return set.status();
     ns->set = std::move(set).value();

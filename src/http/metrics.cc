@@ -39,6 +39,8 @@ void AppendEngineMetrics(Engine& engine, std::string* text) {
   gauge("neardup_process_resident_memory_bytes", "Resident set size of the process (VmRSS).", "gauge",
         ProcessRssBytes());
   gauge("neardup_store_disk_bytes", "Approximate bytes of the document store on disk.", "gauge", em.disk_bytes);
+  gauge("neardup_sketch_file_bytes", "Bytes of the re-check sketch files (page cache, not resident memory).", "gauge",
+        em.sketch_file_bytes);
   gauge("neardup_store_commits_total", "Durable write batches (group commits) of the document store.", "counter",
         em.store_commits);
   gauge("neardup_store_commit_documents_total", "Documents written by the group commits.", "counter",

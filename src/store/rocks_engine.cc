@@ -11,7 +11,9 @@ Result<std::unique_ptr<Engine>> OpenLocalEngine(const LocalEngineOptions& option
   store_options.accept_wal_loss = options.accept_wal_loss;
   store_options.create_if_missing = options.create_if_missing;
   NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<DocumentStore> store, OpenRocksStore(options.data_dir, store_options));
-  return OpenLocalEngine(options, std::move(store));
+  LocalEngineOptions o = options;
+  if (o.sketch_dir.empty() && !o.sketches_in_memory) o.sketch_dir = o.data_dir;
+  return OpenLocalEngine(o, std::move(store));
 }
 
 }  // namespace neardup

@@ -50,9 +50,14 @@
 
 namespace neardup {
 
+namespace internal {
+struct KeyValueSlot;
+}  // namespace internal
+
 class NearDupSet {
  public:
-  // kInvalidArgument for k out of range or bad index options.
+  // kInvalidArgument for k out of range or bad index options; kIOError if
+  // the sketch file cannot be created.
   static Result<std::unique_ptr<NearDupSet>> Create(const NearDupOptions& options);
 
   NearDupSet(const NearDupSet&) = delete;
@@ -61,10 +66,13 @@ class NearDupSet {
 
   // The kept document `doc` duplicates, or nullopt. When `all` is given it
   // receives every accepted match, best first (best == (*all)[0]).
+  // kIOError if a candidate's record cannot be read from the sketch file.
   Status FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
                        std::vector<DuplicateMatch>* all = nullptr) const;
 
-  // Adds a kept document. kAlreadyExists if `id` is present.
+  // Adds a kept document. kAlreadyExists if `id` is present; with a sketch
+  // file (NearDupOptions::sketch_dir), kStorageFull or kIOError when its
+  // record cannot be written. On error nothing of the document is kept.
   Status Insert(DocId id, const DocSignature& doc);
   // Removes a kept document (its content_hash, fingerprint and has_features
   // as inserted; the sketch is not needed). False if absent.
@@ -83,8 +91,11 @@ class NearDupSet {
   size_t size() const { return size_; }
   // Kept documents whose sketch is held for re-checks.
   size_t sketches() const;
-  // Index, exact-match table, kept sketches and anchor table.
+  // Resident bytes: index, exact-match table, kept sketches (or their
+  // places, when they live in a file) and anchor table.
   size_t MemoryBytes() const;
+  // Bytes of the sketch file (0 when sketches are in memory).
+  size_t SketchFileBytes() const;
   const NearDupOptions& options() const { return options_; }
   const HammingIndex& index() const { return *index_; }
 
@@ -102,13 +113,16 @@ class NearDupSet {
   // pair rule and ranking. A candidate travels with its sketch record (null:
   // none kept).
   using SketchedMatch = std::pair<Match, const uint32_t*>;
-  std::optional<DuplicateMatch> ExactAnswer(const DocSignature& doc, std::vector<DocId>& exact_ids) const;
+  Status ExactAnswer(const DocSignature& doc, std::vector<DocId>& exact_ids,
+                     std::optional<DuplicateMatch>* answer) const;
   Status FingerprintCandidates(const DocSignature& doc, bool sketches, std::vector<SketchedMatch>* out) const;
-  void AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const;
+  Status AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const;
   void RankAccepted(const DocSignature& doc, const std::vector<SketchedMatch>& checked,
                     const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
                     std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
+  size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const;
+  void RemoveRecord(DocId id, internal::KeyValueSlot* slot);
 
   NearDupOptions options_;
   std::unique_ptr<HammingIndex> index_;

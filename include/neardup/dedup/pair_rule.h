@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "neardup/dedup/signature.h"
 #include "neardup/index/multi_index.h"
@@ -63,6 +64,11 @@ struct NearDupOptions {
   // index search per exact repeat (and loses nothing for texts with features).
   bool exact_fast_path = true;
   RecheckOptions recheck;
+  // Where the kept documents' sketch records live: empty, in memory; else an
+  // unnamed temporary file in this directory, read back per candidate (the
+  // records are most of a short text's memory; near_dup_set.h). Decisions
+  // are the same either way.
+  std::string sketch_dir;
 };
 
 struct DuplicateMatch {

@@ -101,6 +101,7 @@ struct EngineMetrics {
   uint64_t documents = 0;
   uint64_t memory_bytes = 0;
   uint64_t disk_bytes = 0;
+  uint64_t sketch_file_bytes = 0;   // re-check sketches kept in files, not memory
   uint64_t store_commits = 0;       // durable write batches (group commits)
   uint64_t store_commit_docs = 0;   // documents written by them
 };

@@ -34,6 +34,11 @@ struct LocalEngineOptions {
   bool sync = true;                     // fsync per group commit
   bool accept_wal_loss = false;         // RocksStoreOptions::accept_wal_loss (ignored by the store overload)
   bool create_if_missing = true;        // RocksStoreOptions::create_if_missing (ignored by the store overload)
+  // Where namespaces keep their re-check sketches (NearDupOptions::sketch_dir):
+  // empty, in memory. The RocksDB overload puts them in data_dir unless
+  // sketches_in_memory; the store overload uses sketch_dir as given.
+  std::string sketch_dir;
+  bool sketches_in_memory = false;
   NamespaceSettings default_settings;   // for auto-created namespaces
   bool auto_create = true;              // unknown namespaces are created on first use
   // Most namespaces; creating one more (PUT or auto-create) is
