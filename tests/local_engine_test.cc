@@ -42,6 +42,7 @@ class LocalEngineTest : public ::testing::Test {
     o.default_settings.retention_seconds = retention_seconds;
     o.sweep_interval_ms = 0;  // no sweeper thread: sweeps run when a test asks
     o.clock_ms = [this] { return now_.load(); };
+    o.rebuild_run_docs = rebuild_run_docs_;
     auto e = OpenLocalEngine(o);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     engine_ = std::move(e).value();
@@ -63,6 +64,7 @@ class LocalEngineTest : public ::testing::Test {
 
   fs::path dir_;
   std::atomic<int64_t> now_;
+  size_t rebuild_run_docs_ = 1000000;
   std::unique_ptr<Engine> engine_;
 };
 
@@ -305,6 +307,39 @@ TEST_F(LocalEngineTest, RestartRebuildsEverything) {
   EXPECT_TRUE(fresh.stored);  // numbering continues without colliding
   Open();
   EXPECT_EQ(Docs("n"), 200u);
+}
+
+// Past rebuild_run_docs the rebuild sorts through runs on disk: ids in an
+// order unrelated to arrival, and every answer the same after the restart.
+TEST_F(LocalEngineTest, RestartThroughSpilledRunsAnswersTheSame) {
+  rebuild_run_docs_ = 7;
+  Open();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 150; ++i) {
+    texts.push_back(RandomText(i));
+    const std::string id = "d" + std::to_string((i * 7919) % 1000);  // key order != arrival order
+    ASSERT_TRUE(Check("n", id, texts.back()).stored);
+  }
+  ASSERT_TRUE(engine_->DeleteDocument("n", "d" + std::to_string((5 * 7919) % 1000)).ok());
+  auto answers = [&] {
+    std::vector<std::string> out;
+    for (int i = 0; i < 150; ++i) {
+      for (const std::string& t : {texts[i], texts[i] + " x", "y " + texts[(i + 1) % 150]}) {
+        const CheckOutcome c = Check("n", "q", t, CheckMode::kQueryOnly);
+        std::string a = c.duplicate ? "" : "-";
+        for (const auto& m : c.matches) a += m.id + "/" + std::to_string(m.similarity) + " ";
+        out.push_back(a);
+      }
+    }
+    return out;
+  };
+  const auto before = answers();
+  Open();
+  EXPECT_EQ(Docs("n"), 149u);
+  EXPECT_EQ(answers(), before);
+  EXPECT_TRUE(Check("n", "new", "a brand new text that nobody has seen before in this namespace").stored);
+  Open();
+  EXPECT_EQ(Docs("n"), 150u);
 }
 
 // A short repost with a few characters changed is usually more than k bits

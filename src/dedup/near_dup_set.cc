@@ -192,11 +192,17 @@ class NearDupSet::Tables {
   std::unique_ptr<SketchArena> arena;
   AnchorTable anchors;
 
-  // A record's place: its offset and length in words (records are at most
-  // kMaxRecordWords < 2^9 words, so never the empty mark).
-  static uint64_t Place(uint64_t offset, size_t words) { return offset << 9 | words; }
-  static uint64_t OffsetOf(uint64_t place) { return place >> 9; }
-  static size_t WordsOf(uint64_t place) { return place & 511; }
+  // A record's place: its offset (40 bits), length in words (9 bits: records
+  // are at most kMaxRecordWords < 2^9 words, so a place is never the empty
+  // mark) and its text's distinct n-gram count (15 bits, saturated), which
+  // rejects most candidates without reading their records (SizeRules()).
+  static constexpr uint32_t kShinglesUnknown = (1u << 15) - 1;
+  static uint64_t Place(uint64_t offset, size_t words, uint32_t shingles) {
+    return offset << 24 | uint64_t{words} << 15 | std::min(shingles, kShinglesUnknown);
+  }
+  static uint64_t OffsetOf(uint64_t place) { return place >> 24; }
+  static size_t WordsOf(uint64_t place) { return (place >> 15) & 511; }
+  static uint32_t ShinglesOf(uint64_t place) { return place & kShinglesUnknown; }
 
   // The slot of a kept id's sketch record, or null.
   KeyValueSlot* SketchSlot(DocId id) {
@@ -212,9 +218,24 @@ class NearDupSet::Tables {
     return arena->Read(OffsetOf(s->value), WordsOf(s->value), buf, rec);
   }
   // Record() for FindDuplicate: a file arena's record stays readable until
-  // the thread's next FindDuplicate.
-  Status Load(DocId id, const uint32_t** rec) const {
-    return Record(id, arena->in_file() ? t_record_buffers.Next() : nullptr, rec);
+  // the thread's next FindDuplicate. *rejected (and no record) when the
+  // n-gram counts alone rule the pair out (`doc_shingles`, 0: not checked):
+  // DecidePair's first test, made before a file read.
+  Status Load(DocId id, uint32_t doc_shingles, double threshold, const uint32_t** rec, bool* rejected) const {
+    *rec = nullptr;
+    *rejected = false;
+    const KeyValueSlot* s = SketchSlot(id);
+    if (s == nullptr) return Status::OK();
+    const uint32_t kept = ShinglesOf(s->value);
+    if (doc_shingles != 0 && kept != 0 && kept != kShinglesUnknown && doc_shingles < kShinglesUnknown) {
+      const double smaller = std::min(doc_shingles, kept), larger = std::max(doc_shingles, kept);
+      if (smaller < threshold * larger) {
+        *rejected = true;
+        return Status::OK();
+      }
+    }
+    return arena->Read(OffsetOf(s->value), WordsOf(s->value), arena->in_file() ? t_record_buffers.Next() : nullptr,
+                       rec);
   }
 };
 
@@ -321,7 +342,9 @@ Status NearDupSet::ExactAnswer(const DocSignature& doc, std::vector<DocId>& exac
   std::sort(exact_ids.begin(), exact_ids.end());
   for (DocId id : exact_ids) {
     const uint32_t* rec = nullptr;
-    if (doc.has_sketch()) NEARDUP_RETURN_IF_ERROR(t_->Load(id, &rec));
+    bool rejected = false;
+    if (doc.has_sketch()) NEARDUP_RETURN_IF_ERROR(t_->Load(id, SizeRule(doc), options_.recheck.threshold, &rec, &rejected));
+    if (rejected) continue;
     DuplicateMatch m;
     if (!Accept(doc, Match{id, doc.fingerprint, 0}, rec, &m)) continue;
     m.exact = true;
@@ -339,8 +362,9 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
   out->clear();
   for (const Match& c : candidates) {
     const uint32_t* rec = nullptr;
-    if (sketches) NEARDUP_RETURN_IF_ERROR(t_->Load(c.id, &rec));
-    out->emplace_back(c, rec);
+    bool rejected = false;
+    if (sketches) NEARDUP_RETURN_IF_ERROR(t_->Load(c.id, SizeRule(doc), options_.recheck.threshold, &rec, &rejected));
+    if (!rejected) out->emplace_back(c, rec);
   }
   return Status::OK();
 }
@@ -374,7 +398,8 @@ Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<Sket
   // record): one pass per level, so the misses of a level overlap.
   for (DocId id : ids) {
     const uint32_t* rec = nullptr;
-    NEARDUP_RETURN_IF_ERROR(t_->Load(id, &rec));
+    bool rejected = false;
+    NEARDUP_RETURN_IF_ERROR(t_->Load(id, SizeRule(doc), options_.recheck.threshold, &rec, &rejected));
     if (rec == nullptr) continue;
     // The header and the sketch values: up to 5 cache lines (reading the
     // record's length first would wait for the first of them).
@@ -421,6 +446,12 @@ void NearDupSet::RankAccepted(const DocSignature& doc, const std::vector<Sketche
   if (!best->has_value()) *best = best_near;
 }
 
+// The n-gram count for Load's size test: only when the pair rule would make
+// it (the re-check on and a sketch on the document's side).
+uint32_t NearDupSet::SizeRule(const DocSignature& doc) const {
+  return options_.recheck.enabled && doc.has_sketch() ? doc.sketch.num_shingles : 0;
+}
+
 bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
   return doc.has_sketch() &&
          doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
@@ -455,7 +486,7 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
   const uint32_t* anchors = rec.data() + kRecHeader + rec[kRecCount];
   for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Add(anchors[i], id, cap);
-  t_->sketch_slot.Insert(Murmur3Fmix64(id), KeyValueSlot{id, Tables::Place(offset, words)});
+  t_->sketch_slot.Insert(Murmur3Fmix64(id), KeyValueSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles)});
   return Status::OK();
 }
 
@@ -522,7 +553,7 @@ void NearDupSet::RemoveRecord(DocId id, KeyValueSlot* slot) {
     const size_t n = RecordSize(r);
     uint64_t moved = 0;
     if (!t.arena->Append(r, n, &moved).ok()) return -1;
-    s->value = Tables::Place(moved, n);
+    s->value = Tables::Place(moved, n, r[kRecShingles]);
     return static_cast<int64_t>(n);
   });
 }

@@ -1,5 +1,7 @@
 #include "dedup/sketch_arena.h"
 
+#include "util/temp_file.h"
+
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <unistd.h>
@@ -14,17 +16,6 @@ namespace {
 
 constexpr size_t kChunkBytes = SketchArena::kChunkWords * sizeof(uint32_t);
 
-// An unnamed file: O_TMPFILE where the file system has it, else a named
-// one unlinked at once. Either way it vanishes with the last descriptor.
-int OpenUnnamed(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
-  std::string name = dir + "/.neardup-sketches-XXXXXX";
-  fd = ::mkostemp(name.data(), O_CLOEXEC);
-  if (fd >= 0) ::unlink(name.c_str());
-  return fd;
-}
-
 }  // namespace
 
 SketchArena::SketchArena() = default;
@@ -35,7 +26,7 @@ SketchArena::~SketchArena() {
 }
 
 Result<std::unique_ptr<SketchArena>> SketchArena::InFile(const std::string& dir) {
-  const int fd = OpenUnnamed(dir);
+  const int fd = OpenUnnamedFile(dir);
   if (fd < 0) {
     return Status::IOError("cannot create the sketch file in " + dir + ": " + std::strerror(errno));
   }

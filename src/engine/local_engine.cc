@@ -26,6 +26,7 @@
 
 #include <xxhash.h>
 
+#include "engine/number_order.h"
 #include "util/call_gate.h"
 #include "util/segmented_table.h"
 #include "neardup/text/fingerprint.h"
@@ -410,9 +411,8 @@ class LocalEngine final : public Engine {
                                           n.fingerprinter->scheme_name() + ": refusing to mix them");
       }
       // The store yields documents in key (id) order; the index is rebuilt in
-      // number (arrival) order. Records are decoded as they arrive and their
-      // raw bytes dropped, so the sort holds each document once.
-      std::vector<StoredDocument> docs;
+      // number (arrival) order, through runs on disk past rebuild_run_docs.
+      NumberOrder order(options_.data_dir, options_.rebuild_run_docs);
       const int64_t cutoff = n.Cutoff(now);
       NEARDUP_RETURN_IF_ERROR(store_->Scan(name, [&](StoredDocument&& d) {
         n.next_number = std::max(n.next_number, d.number + 1);
@@ -420,22 +420,18 @@ class LocalEngine final : public Engine {
           expired.push_back(StoreWrite{StoreWrite::Op::kDelete, name, StoredDocument{d.id}});
           return Status::OK();
         }
+        return order.Add(std::move(d));
+      }));
+      NEARDUP_RETURN_IF_ERROR(order.Drain([&](StoredDocument&& d) {
         Status decoded = DecodeSignatureExtra(d.extra, &d.signature);
         if (!decoded.ok()) {
           return Status(decoded.code(), "namespace \"" + name + "\", document \"" + d.id + "\": " + decoded.message());
         }
-        std::string().swap(d.extra);
-        docs.push_back(std::move(d));
-        return Status::OK();
-      }));
-      std::sort(docs.begin(), docs.end(),
-                [](const StoredDocument& a, const StoredDocument& b) { return a.number < b.number; });
-      for (StoredDocument& d : docs) {
         NEARDUP_RETURN_IF_ERROR(n.set->Insert(d.number, d.signature));
         n.by_id.Insert(d.id, d.number);
         n.Append(d.number, DocMeta(std::move(d.id), d.signature, d.timestamp_ms, 0));
-        d = StoredDocument{};  // its sketch now lives in the set
-      }
+        return Status::OK();
+      }));
       namespaces_.emplace(name, std::move(ns).value());
     }
 #ifdef __GLIBC__

@@ -121,6 +121,7 @@ class NearDupSet {
                     const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
                     std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
+  uint32_t SizeRule(const DocSignature& doc) const;
   size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const;
   void RemoveRecord(DocId id, internal::KeyValueSlot* slot);
 

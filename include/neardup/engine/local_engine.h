@@ -39,6 +39,10 @@ struct LocalEngineOptions {
   // sketches_in_memory; the store overload uses sketch_dir as given.
   std::string sketch_dir;
   bool sketches_in_memory = false;
+  // Documents of a namespace the start-up rebuild sorts in memory at once;
+  // past it, sorted runs go to unnamed files in data_dir (empty data_dir:
+  // never), so a restart's peak memory stays near the rebuilt state's.
+  size_t rebuild_run_docs = 1000000;
   NamespaceSettings default_settings;   // for auto-created namespaces
   bool auto_create = true;              // unknown namespaces are created on first use
   // Most namespaces; creating one more (PUT or auto-create) is
