@@ -1,5 +1,7 @@
 // End-to-end tests of the `neardup` program (NEARDUP_CLI_PATH).
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -306,6 +308,102 @@ TEST_F(CliTest, SampleLinesFormat) {
   EXPECT_EQ(kept + Lines(ReadFile(Path("d"))).size(), total);
 }
 
+// Many inputs (issue 17): repeated --input, a directory (recursively, hidden
+// names skipped, compressed files by content) and a pattern read as one
+// stream in a deterministic order: the same output as the concatenation.
+TEST_F(CliTest, ManyInputsAreOneStreamInOrder) {
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  ASSERT_GE(lines.size(), 3000u);
+  auto part = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i) s += lines[i] + "\n";
+    return s;
+  };
+  std::filesystem::create_directories(Path("shards/sub"));
+  std::filesystem::create_directories(Path("shards/.hidden"));
+  WriteFile(Path("a.jsonl"), part(0, 1000));
+  WriteFile(Path("shards/b.jsonl"), part(1000, 2000));
+  WriteFile(Path("shards/sub/c.jsonl.gz"), neardup::testing::Gzip(part(2000, 3000)));
+  WriteFile(Path("shards/.hidden/junk"), "not json\n");
+  WriteFile(Path("all.jsonl"), part(0, 3000));
+  ASSERT_EQ(Run("dedup -i " + Path("all.jsonl") + " -o " + Path("one") + " -d " + Path("one.d")), 0) << err_;
+  ASSERT_EQ(Run("dedup -i " + Path("a.jsonl") + " -i " + Path("shards") + " -o " + Path("dir") + " -d " +
+                Path("dir.d") + " --stats-json " + Path("s.json")),
+            0)
+      << err_;
+  EXPECT_EQ(ReadFile(Path("dir")), ReadFile(Path("one")));
+  EXPECT_EQ(ReadFile(Path("dir.d")), ReadFile(Path("one.d")));
+  EXPECT_NE(ReadFile(Path("s.json")).find("\"files\": 3"), std::string::npos);
+  // A pattern: its files by name (b before sub/c), after a.jsonl as given.
+  ASSERT_EQ(Run("dedup -i " + Path("a.jsonl") + " -i '" + Path("shards/*") + "' -o " + Path("glob")), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("glob")), ReadFile(Path("one")));
+  // Another order is another stream: the first occurrence changes.
+  ASSERT_EQ(Run("dedup -i " + Path("shards") + " -i " + Path("a.jsonl") + " -o " + Path("rev")), 0) << err_;
+  EXPECT_NE(ReadFile(Path("rev")), ReadFile(Path("one")));
+}
+
+TEST_F(CliTest, ManyInputsErrors) {
+  WriteFile(Path("a.jsonl"), kSmall);
+  std::filesystem::create_directories(Path("empty"));
+  EXPECT_EQ(Run("dedup -i " + Path("a.jsonl") + " -i " + Path("a.jsonl") + " -o " + Path("u")), 2);
+  EXPECT_NE(err_.find("given twice"), std::string::npos) << err_;
+  EXPECT_EQ(Run("dedup -i '" + Path("nothing*") + "' -o " + Path("u")), 2);
+  EXPECT_NE(err_.find("no file matches"), std::string::npos) << err_;
+  EXPECT_EQ(Run("dedup -i " + Path("empty") + " -o " + Path("u")), 2);
+  EXPECT_EQ(Run("dedup -i " + Path("a.jsonl") + " -i " + Path("missing.jsonl") + " -o " + Path("u")), 1);
+  EXPECT_FALSE(std::filesystem::exists(Path("u"))) << "no output before every input opened";
+  // An output may not overwrite any of the inputs.
+  EXPECT_EQ(Run("dedup -i " + Path("empty") + " -i " + Path("a.jsonl") + " -o " + Path("a.jsonl")), 2);
+  // Bad lines name their file when there are many.
+  WriteFile(Path("bad.jsonl"), "{\"id\": 1, \"text\": \"fine text here\"}\nnot json\n");
+  ASSERT_EQ(Run("dedup -i " + Path("a.jsonl") + " -i " + Path("bad.jsonl") + " -o " + Path("u2") + " --rejects " +
+                Path("r")),
+            0);
+  EXPECT_NE(err_.find("bad.jsonl: line 2"), std::string::npos) << err_;
+  EXPECT_NE(ReadFile(Path("r")).find("\"file\""), std::string::npos);
+}
+
+// --annotate: every record once, in input order, with the decision the
+// duplicates file gives; the kept ones are exactly the plain run's output.
+TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("kept") + " -d " + Path("d")), 0) << err_;
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("ann") + " --annotate neardup"), 0) << err_;
+  const auto input = Lines(ReadFile(kSample));
+  const auto ann = Lines(ReadFile(Path("ann")));
+  const auto dups = Lines(ReadFile(Path("d")));
+  ASSERT_EQ(ann.size(), input.size());
+  std::string kept;
+  size_t duplicates = 0;
+  for (size_t i = 0; i < ann.size(); ++i) {
+    const auto j = nlohmann::json::parse(ann[i]);
+    const auto original = nlohmann::json::parse(input[i]);
+    ASSERT_EQ(j["id"], original["id"]) << i;
+    const auto& d = j["neardup"];
+    if (d["kept"].get<bool>()) {
+      kept += input[i] + "\n";
+      continue;
+    }
+    ASSERT_LT(duplicates, dups.size());
+    const auto want = nlohmann::json::parse(dups[duplicates++]);
+    EXPECT_EQ(d["duplicate_of"], want["duplicate_of"]) << i;
+    EXPECT_EQ(d["similarity"], want["similarity"]) << i;
+    EXPECT_EQ(d["distance"], want["distance"]) << i;
+  }
+  EXPECT_EQ(duplicates, dups.size());
+  EXPECT_EQ(kept, ReadFile(Path("kept")));
+  WriteFile(Path("empty.jsonl"), "{}\n{ }\n");
+  ASSERT_EQ(Run("dedup -i " + Path("empty.jsonl") + " --text-field id -o " + Path("e") + " --annotate x"), 4);
+  EXPECT_EQ(Run("dedup --format lines -i " + kSampleLines + " -o " + Path("l") + " --annotate x"), 2);
+}
+
+TEST_F(CliTest, ProgressLinesGoToAnyStderr) {
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("u") + " --progress 0.0001 --batch-size 100"), 0);
+  EXPECT_NE(err_.find("neardup: file 1/1"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("ETA"), std::string::npos) << err_;
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("u")), 0);
+  EXPECT_EQ(err_.find("ETA"), std::string::npos) << "no progress lines off a terminal by default";
+}
+
 }  // namespace
 
 // ---- input robustness (issue 15) --------------------------------------------
@@ -406,12 +504,14 @@ TEST_F(CliTest, BadLineMessagesAreCapped) {
   EXPECT_EQ(Lines(ReadFile(Path("r"))).size(), 25u);
 }
 
+// dedup reads a directory's files (ManyInputsAreOneStreamInOrder); one with
+// none is a usage error. The single-input commands refuse any directory.
 TEST_F(CliTest, DirectoryInputIsAUsageErrorAndCreatesNothing) {
   ::mkdir(Path("dir").c_str(), 0755);
   EXPECT_EQ(Run("dedup -i " + Path("dir") + " -o " + Path("u") + " -d " + Path("d") + " --rejects " + Path("r") +
                 " --stats-json " + Path("s")),
             2);
-  EXPECT_NE(err_.find(Path("dir") + " is a directory"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("directory " + Path("dir") + " holds no input file"), std::string::npos) << err_;
   for (const char* name : {"u", "d", "r", "s"}) EXPECT_NE(::access(Path(name).c_str(), F_OK), 0) << name;
   EXPECT_EQ(Run("fingerprint -i " + Path("dir") + " -o " + Path("u")), 2);
   EXPECT_NE(::access(Path("u").c_str(), F_OK), 0);

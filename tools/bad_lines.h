@@ -31,18 +31,22 @@ class BadLines {
     return Status::OK();
   }
 
+  // The input file the next lines come from, named in messages and rejects
+  // (a run over many inputs); empty: not named.
+  void SetSource(std::string name) { source_ = std::move(name); }
+
   // Records one bad line. False when the run must stop here (--strict, or
   // more than --max-bad-lines).
   bool Add(const InputRecord& r) {
     ++count_;
     if (!quiet_ && count_ <= kShown) {
-      std::fprintf(stderr, "neardup: line %llu: %s\n", static_cast<unsigned long long>(r.line_number),
-                   r.error.c_str());
+      std::fprintf(stderr, "neardup: %s%sline %llu: %s\n", source_.c_str(), source_.empty() ? "" : ": ",
+                   static_cast<unsigned long long>(r.line_number), r.error.c_str());
     }
     if (rejects_) WriteReject(r);
     if (flags_.strict) stop_ = Stop::kStrict;
     if (flags_.max_bad_lines > 0 && count_ > flags_.max_bad_lines) stop_ = Stop::kLimit;
-    if (stop_ != Stop::kNone) last_line_ = r.line_number;
+    if (stop_ != Stop::kNone) last_line_ = (source_.empty() ? "" : source_ + " ") + "line " + std::to_string(r.line_number);
     return stop_ == Stop::kNone;
   }
 
@@ -65,8 +69,7 @@ class BadLines {
     }
     if (stop_ == Stop::kLimit) {
       return Fail(Status::InvalidArgument("more than " + std::to_string(flags_.max_bad_lines) +
-                                          " bad lines (--max-bad-lines); stopped at line " +
-                                          std::to_string(last_line_)),
+                                          " bad lines (--max-bad-lines); stopped at " + last_line_),
                   ErrorSource::kBadLines);
     }
     if (count_ > 0 && documents == 0) {
@@ -84,6 +87,7 @@ class BadLines {
   // line is replaced by U+FFFD so the rejects file is valid JSON.
   void WriteReject(const InputRecord& r) {
     nlohmann::ordered_json j;
+    if (!source_.empty()) j["file"] = source_;
     j["line"] = r.line_number;
     j["error"] = r.error;
     j["text"] = r.line;
@@ -96,7 +100,8 @@ class BadLines {
   bool quiet_ = false;
   FilePtr rejects_;
   uint64_t count_ = 0;
-  uint64_t last_line_ = 0;
+  std::string last_line_;  // where the run stopped
+  std::string source_;
   Stop stop_ = Stop::kNone;
 };
 

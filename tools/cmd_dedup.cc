@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "input_files.h"
 #include "neardup/dedup/dedup.h"
 
 namespace neardup::cli {
@@ -27,6 +28,8 @@ struct DedupFlags {
   int threads = 0;
   size_t batch_size = 4096;
   bool quiet = false;
+  std::string annotate;         // --annotate FIELD: every record, with its decision in FIELD
+  double progress_seconds = 0;  // --progress: a line every this many seconds (0: on a terminal only)
 };
 
 // Raw ids of kept documents by sequence number (kept sequence numbers only
@@ -93,14 +96,18 @@ struct Counters {
   uint64_t bad_lines = 0;
   uint64_t blank_lines = 0;
   uint64_t truncated_texts = 0;  // cut to --max-text-bytes
+  uint64_t files = 0;            // inputs read to the end
+  // Seconds in each stage: reading and parsing lines, deciding (fingerprint,
+  // search, re-check), writing the outputs.
+  double read_s = 0, decide_s = 0, write_s = 0;
 };
 
-void PrintProgress(const DedupStats& s, double seconds) {
-  const double pct = s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0;
-  std::fprintf(stderr, "\rneardup: %llu documents, %llu duplicates (%.1f%%), %.0f docs/s   ",
-               static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(s.duplicates()),
-               pct, seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0);
-  std::fflush(stderr);
+std::string Duration(double s) {
+  char b[32];
+  if (s < 60) std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 3600) std::snprintf(b, sizeof b, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  else std::snprintf(b, sizeof b, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
+  return b;
 }
 
 nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double seconds, int threads) {
@@ -115,11 +122,13 @@ nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double se
       s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0.0;
   j["without_features"] = s.without_features;
   j["invalid_utf8"] = s.invalid_utf8;
+  j["files"] = c.files;
   j["lines"] = c.lines;
   j["bad_lines"] = c.bad_lines;
   j["blank_lines"] = c.blank_lines;
   j["truncated_texts"] = c.truncated_texts;
   j["elapsed_seconds"] = seconds;
+  j["stage_seconds"] = {{"read", c.read_s}, {"decide", c.decide_s}, {"write", c.write_s}};
   j["docs_per_second"] = seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0;
   j["k"] = dedup.options().k;
   j["scheme"] = dedup.fingerprinter().scheme_name();
@@ -144,14 +153,211 @@ void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds) 
                static_cast<unsigned long long>(s.near_duplicates),
                static_cast<unsigned long long>(c.bad_lines), seconds,
                seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0);
+  if (c.files > 1) std::fprintf(stderr, "  inputs      %llu files\n", static_cast<unsigned long long>(c.files));
 }
 
-int RunDedup(const DedupFlags& f) {
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+// The line of a JSONL record with `field` added: {"kept": true}, or the
+// duplicate's decision. The record parsed as a JSON object, so its last '}'
+// closes it.
+void WriteAnnotated(std::FILE* out, const std::string& line, const std::string& field, const DedupDecision& d,
+                    std::string_view of) {
+  size_t end = line.find_last_of('}');
+  const size_t open = line.find('{');
+  const bool empty = line.find_first_not_of(" \t\r\n", open + 1) == end;
+  std::fwrite(line.data(), 1, end, out);
+  const std::string key = nlohmann::json(field).dump();
+  if (!d.duplicate) {
+    std::fprintf(out, "%s%s: {\"kept\": true}}\n", empty ? "" : ", ", key.c_str());
+    return;
+  }
+  std::fprintf(out,
+               "%s%s: {\"kept\": false, \"duplicate_of\": %.*s, \"similarity\": %.4f, \"similarity_exact\": %s, "
+               "\"distance\": %d, \"exact\": %s}}\n",
+               empty ? "" : ", ", key.c_str(), static_cast<int>(of.size()), of.data(), d.similarity,
+               d.similarity_exact ? "true" : "false", d.distance, d.exact ? "true" : "false");
+}
 
+// One run of the command: the outputs, the deduplicator, and the inputs read
+// one after the other into the same stream of decisions.
+class DedupRun {
+ public:
+  DedupRun(const DedupFlags& f, Deduplicator& dedup, int threads)
+      : f_(f), dedup_(dedup), threads_(threads), start_(std::chrono::steady_clock::now()) {}
+
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  const Counters& counters() const { return counters_; }
+  BadLines& bad() { return bad_; }
+
+  Status OpenOutputs(const std::vector<InputFile>& inputs) {
+    for (const InputFile& in : inputs) {
+      for (const std::string* path : {&f_.output, &f_.duplicates, &f_.clusters, &f_.stats_json, &f_.in.rejects}) {
+        NEARDUP_RETURN_IF_ERROR(CheckNotInput(in.path, *path));
+      }
+      total_bytes_ += in.size;
+    }
+    NEARDUP_RETURN_IF_ERROR(bad_.Open(f_.in, f_.quiet));
+    NEARDUP_ASSIGN_OR_RETURN(out_, OpenOutput(f_.output));
+    if (!f_.duplicates.empty()) {
+      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(f_.duplicates));
+    }
+    if (!f_.clusters.empty()) {
+      NEARDUP_ASSIGN_OR_RETURN(clusters_file_, OpenOutput(f_.clusters));
+    }
+    if (!f_.stats_json.empty()) {
+      NEARDUP_ASSIGN_OR_RETURN(stats_file_, OpenOutput(f_.stats_json));
+    }
+    files_ = inputs.size();
+    return Status::OK();
+  }
+
+  // Reads one input to its end (or to a stop for bad lines: *stopped).
+  Status ReadFile(std::unique_ptr<InputStream> in, const std::string& name, bool* stopped) {
+    if (files_ > 1) bad_.SetSource(name);
+    RecordReader reader(std::move(in), ToReaderOptions(f_.in));
+    while (!*stopped) {
+      auto t0 = std::chrono::steady_clock::now();
+      NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &batch_));
+      counters_.read_s += Since(t0);
+      if (batch_.empty()) break;
+      *stopped = !CollectTexts();
+      t0 = std::chrono::steady_clock::now();
+      const uint64_t first_sequence = dedup_.next_sequence();
+      Status st = dedup_.ProcessBatch(texts_, &decisions_, threads_);
+      if (!st.ok()) return Status::Internal(st.ToString());
+      counters_.decide_s += Since(t0);
+      t0 = std::chrono::steady_clock::now();
+      WriteDecisions(first_sequence);
+      counters_.write_s += Since(t0);
+      if (std::ferror(out_.get()) || (dups_ && std::ferror(dups_.get()))) break;  // reported by Finish
+      Progress(done_bytes_ + reader.input_bytes());
+    }
+    done_bytes_ += reader.input_bytes();
+    ++counters_.files;
+    return Status::OK();
+  }
+
+  int Finish() {
+    if (progress_shown_ && StderrIsTerminal()) std::fputs("\r\033[K", stderr);
+    if (clusters_file_) clusters_.Write(clusters_file_.get(), kept_ids_);
+    int rc = kExitOk;
+    auto finish = [&](FilePtr file, const std::string& path) {
+      Status s = FinishOutput(std::move(file), path);
+      if (!s.ok() && rc == kExitOk) rc = Fail(s);
+    };
+    finish(std::move(out_), f_.output);
+    finish(std::move(dups_), f_.duplicates);
+    finish(std::move(clusters_file_), f_.clusters);
+    const double seconds = elapsed();
+    if (stats_file_) {
+      const std::string text = StatsJson(dedup_, counters_, seconds, threads_).dump(2) + "\n";
+      std::fwrite(text.data(), 1, text.size(), stats_file_.get());
+      finish(std::move(stats_file_), f_.stats_json);
+    }
+    if (!f_.quiet) PrintSummary(dedup_, counters_, seconds);
+    const int bad_rc = bad_.Finish(dedup_.stats().documents);
+    return rc != kExitOk ? rc : bad_rc;
+  }
+
+ private:
+  static double Since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // texts_ from batch_'s documents; false when bad lines stop the run.
+  bool CollectTexts() {
+    texts_.clear();
+    record_of_.clear();
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      const InputRecord& r = batch_[i];
+      ++counters_.lines;
+      if (r.kind == InputRecord::Kind::kBlank) {
+        ++counters_.blank_lines;
+        continue;
+      }
+      if (r.kind == InputRecord::Kind::kBad) {
+        ++counters_.bad_lines;
+        if (!bad_.Add(r)) return false;
+        continue;
+      }
+      counters_.truncated_texts += r.truncated;
+      texts_.push_back(r.text());
+      record_of_.push_back(i);
+    }
+    return true;
+  }
+
+  void WriteDecisions(uint64_t first_sequence) {
+    std::FILE* o = out_.get();
+    for (size_t j = 0; j < texts_.size(); ++j) {
+      const InputRecord& r = batch_[record_of_[j]];
+      const DedupDecision& d = decisions_[j];
+      if (!d.duplicate) kept_ids_.Add(first_sequence + j, r.id);
+      const std::string_view of = d.duplicate ? kept_ids_.Find(d.duplicate_of) : std::string_view();
+      if (!f_.annotate.empty()) {
+        WriteAnnotated(o, r.line, f_.annotate, d, of);
+      } else if (!d.duplicate) {
+        std::fwrite(r.line.data(), 1, r.line.size(), o);
+        std::fputc('\n', o);
+      }
+      if (!d.duplicate) continue;
+      if (dups_) {
+        std::fprintf(dups_.get(),
+                     "{\"id\": %s, \"duplicate_of\": %.*s, \"distance\": %d, \"exact\": %s, "
+                     "\"similarity\": %.4f, \"similarity_exact\": %s}\n",
+                     r.id.c_str(), static_cast<int>(of.size()), of.data(), d.distance, d.exact ? "true" : "false",
+                     d.similarity, d.similarity_exact ? "true" : "false");
+      }
+      if (clusters_file_) clusters_.Add(d.duplicate_of, r.id);
+    }
+  }
+
+  // On a terminal, a line redrawn every 0.25 s; with --progress S, a line
+  // every S seconds wherever stderr goes (a batch job's log).
+  void Progress(uint64_t bytes) {
+    const bool tty = !f_.quiet && StderrIsTerminal();
+    const double period = f_.progress_seconds > 0 ? f_.progress_seconds : 0.25;
+    if (!(tty || f_.progress_seconds > 0) || elapsed() - last_progress_ < period) return;
+    last_progress_ = elapsed();
+    progress_shown_ = true;
+    const DedupStats& s = dedup_.stats();
+    const double pct = s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0;
+    std::string where = "file " + std::to_string(counters_.files + 1) + "/" + std::to_string(files_);
+    if (total_bytes_ > 0) {
+      const double frac = std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_bytes_));
+      char b[96];
+      std::snprintf(b, sizeof b, ", %.1f of %.1f MB (%.0f%%), ETA %s", static_cast<double>(bytes) / 1e6,
+                    static_cast<double>(total_bytes_) / 1e6, 100 * frac,
+                    frac > 0 ? Duration(last_progress_ * (1 - frac) / frac).c_str() : "?");
+      where += b;
+    }
+    std::fprintf(stderr, "%sneardup: %s, %llu documents, %llu duplicates (%.1f%%), %.0f docs/s%s",
+                 f_.progress_seconds > 0 ? "" : "\r", where.c_str(), static_cast<unsigned long long>(s.documents),
+                 static_cast<unsigned long long>(s.duplicates()), pct,
+                 static_cast<double>(s.documents) / std::max(last_progress_, 1e-9),
+                 f_.progress_seconds > 0 ? "\n" : "   ");
+    std::fflush(stderr);
+  }
+
+  const DedupFlags& f_;
+  Deduplicator& dedup_;
+  int threads_;
+  std::chrono::steady_clock::time_point start_;
+  BadLines bad_;
+  FilePtr out_, dups_, clusters_file_, stats_file_;
+  KeptIds kept_ids_;
+  Clusters clusters_;
+  Counters counters_;
+  std::vector<InputRecord> batch_;
+  std::vector<std::string_view> texts_;
+  std::vector<size_t> record_of_;  // texts_[j] came from batch_[record_of_[j]]
+  std::vector<DedupDecision> decisions_;
+  size_t files_ = 0;
+  uint64_t total_bytes_ = 0, done_bytes_ = 0;
+  double last_progress_ = 0;
+  bool progress_shown_ = false;
+};
+
+int RunDedup(const DedupFlags& f) {
   auto fp_options = ToFingerprintOptions(f.fp);
   if (!fp_options.ok()) return Fail(fp_options.status());
   DedupOptions options;
@@ -160,122 +366,26 @@ int RunDedup(const DedupFlags& f) {
   options.recheck = f.recheck_options;
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
-  Deduplicator& dedup = *created.value();
-  const int threads = ResolveThreads(f.threads);
-
-  for (const std::string* path : {&f.output, &f.duplicates, &f.clusters, &f.stats_json, &f.in.rejects}) {
-    Status st = CheckNotInput(f.in.input, *path);
-    if (!st.ok()) return Fail(st);
+  if (!f.annotate.empty() && f.in.format != "jsonl") {
+    return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
-  auto in = OpenInput(f.in.input);
-  if (!in.ok()) return Fail(in.status());
-  BadLines bad;
-  if (Status st = bad.Open(f.in, f.quiet); !st.ok()) return Fail(st);
-  auto out = OpenOutput(f.output);
-  if (!out.ok()) return Fail(out.status());
-  FilePtr dups, clusters_file, stats_file;
-  if (!f.duplicates.empty()) {
-    auto r = OpenOutput(f.duplicates);
-    if (!r.ok()) return Fail(r.status());
-    dups = std::move(r).value();
+  auto inputs = ExpandInputs(f.in.inputs.empty() ? std::vector<std::string>{"-"} : f.in.inputs);
+  if (!inputs.ok()) return Fail(inputs.status());
+  DedupRun run(f, *created.value(), ResolveThreads(f.threads));
+  // Every input is opened before the first output is created (a wrong
+  // --input leaves no file behind); each is read when its turn comes.
+  std::vector<std::unique_ptr<InputStream>> streams;
+  for (const InputFile& in : *inputs) {
+    auto s = OpenInput(in.path);
+    if (!s.ok()) return Fail(s.status());
+    streams.push_back(std::move(s).value());
   }
-  if (!f.clusters.empty()) {
-    auto r = OpenOutput(f.clusters);
-    if (!r.ok()) return Fail(r.status());
-    clusters_file = std::move(r).value();
-  }
-  if (!f.stats_json.empty()) {
-    auto r = OpenOutput(f.stats_json);
-    if (!r.ok()) return Fail(r.status());
-    stats_file = std::move(r).value();
-  }
-
-  RecordReader reader(std::move(in).value(), ToReaderOptions(f.in));
-  KeptIds kept_ids;
-  Clusters clusters;
-  Counters counters;
-  std::vector<InputRecord> batch;
-  std::vector<std::string_view> texts;
-  std::vector<size_t> record_of;  // texts[j] came from batch[record_of[j]]
-  std::vector<DedupDecision> decisions;
-  const bool progress = !f.quiet && StderrIsTerminal();
-  double last_progress = 0;
+  if (Status st = run.OpenOutputs(*inputs); !st.ok()) return Fail(st);
   bool stopped = false;  // too many bad lines (BadLines::Add)
-
-  while (!stopped) {
-    Status read = reader.ReadBatch(f.batch_size, threads, &batch);
-    if (!read.ok()) return Fail(read);
-    if (batch.empty()) break;
-    texts.clear();
-    record_of.clear();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const InputRecord& r = batch[i];
-      ++counters.lines;
-      if (r.kind == InputRecord::Kind::kBlank) {
-        ++counters.blank_lines;
-        continue;
-      }
-      if (r.kind == InputRecord::Kind::kBad) {
-        ++counters.bad_lines;
-        if (!bad.Add(r)) {
-          stopped = true;
-          break;
-        }
-        continue;
-      }
-      counters.truncated_texts += r.truncated;
-      texts.push_back(r.text());
-      record_of.push_back(i);
-    }
-    const uint64_t first_sequence = dedup.next_sequence();
-    Status st = dedup.ProcessBatch(texts, &decisions, threads);
-    if (!st.ok()) return Fail(Status::Internal(st.ToString()));
-    for (size_t j = 0; j < texts.size(); ++j) {
-      const InputRecord& r = batch[record_of[j]];
-      const DedupDecision& d = decisions[j];
-      if (!d.duplicate) {
-        std::FILE* o = out.value().get();
-        std::fwrite(r.line.data(), 1, r.line.size(), o);
-        std::fputc('\n', o);
-        kept_ids.Add(first_sequence + j, r.id);
-        continue;
-      }
-      const std::string_view of = kept_ids.Find(d.duplicate_of);
-      if (dups) {
-        std::fprintf(dups.get(),
-                     "{\"id\": %s, \"duplicate_of\": %.*s, \"distance\": %d, \"exact\": %s, "
-                     "\"similarity\": %.4f, \"similarity_exact\": %s}\n",
-                     r.id.c_str(), static_cast<int>(of.size()), of.data(), d.distance, d.exact ? "true" : "false",
-                     d.similarity, d.similarity_exact ? "true" : "false");
-      }
-      if (clusters_file) clusters.Add(d.duplicate_of, r.id);
-    }
-    if (std::ferror(out.value().get()) || (dups && std::ferror(dups.get()))) break;  // reported below
-    if (progress && elapsed() - last_progress >= 0.25) {
-      last_progress = elapsed();
-      PrintProgress(dedup.stats(), last_progress);
-    }
+  for (size_t i = 0; i < streams.size() && !stopped; ++i) {
+    if (Status st = run.ReadFile(std::move(streams[i]), (*inputs)[i].path, &stopped); !st.ok()) return Fail(st);
   }
-  if (progress) std::fputs("\r\033[K", stderr);
-
-  if (clusters_file) clusters.Write(clusters_file.get(), kept_ids);
-  int rc = kExitOk;
-  auto finish = [&](FilePtr file, const std::string& path) {
-    Status s = FinishOutput(std::move(file), path);
-    if (!s.ok() && rc == kExitOk) rc = Fail(s);
-  };
-  finish(std::move(out).value(), f.output);
-  finish(std::move(dups), f.duplicates);
-  finish(std::move(clusters_file), f.clusters);
-  const double seconds = elapsed();
-  if (stats_file) {
-    const std::string text = StatsJson(dedup, counters, seconds, threads).dump(2) + "\n";
-    std::fwrite(text.data(), 1, text.size(), stats_file.get());
-    finish(std::move(stats_file), f.stats_json);
-  }
-  if (!f.quiet) PrintSummary(dedup, counters, seconds);
-  const int bad_rc = bad.Finish(dedup.stats().documents);
-  return rc != kExitOk ? rc : bad_rc;
+  return run.Finish();
 }
 
 }  // namespace
@@ -290,10 +400,18 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
       "dedup",
       "Remove near-duplicate documents, first occurrence wins. Kept documents' input lines are "
       "copied unchanged to --output; each duplicate is described on --duplicates.");
-  AddInputFlags(cmd, &f->in, "Input documents", /*required=*/true, /*with_id=*/true);
+  AddInputFlags(cmd, &f->in, "Input documents", /*required=*/true, /*with_id=*/true, /*many=*/true);
   cmd->add_option("-o,--output", f->output,
                   "Kept (unique) documents: their input lines, byte for byte ('-' = stdout)")
       ->required();
+  cmd->add_option("--annotate", f->annotate,
+                  "Write every document to --output, not only the kept ones, with its decision in this "
+                  "JSONL field: {\"kept\": true} or {\"kept\": false, \"duplicate_of\", \"similarity\", "
+                  "\"similarity_exact\", \"distance\", \"exact\"} (the field must not be in the records already)");
+  cmd->add_option("--progress", f->progress_seconds,
+                  "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
+                  "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("-d,--duplicates", f->duplicates,
                   "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
                   "\"similarity_exact\"}");

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <span>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -178,6 +179,7 @@ inline Result<Fingerprinter> MakeFingerprinter(const FingerprintFlags& f) {
 
 struct InputFlags {
   std::string input = "-";
+  std::vector<std::string> inputs;  // commands that read many (AddInputFlags' `many`)
   std::string format = "jsonl";
   std::string id_field = "id";
   std::string text_field = "text";
@@ -187,10 +189,15 @@ struct InputFlags {
   size_t max_text_bytes = size_t{1} << 20;  // 0: no limit
 };
 
-// `input_help` describes --input; with_id adds --id-field.
+// `input_help` describes --input; with_id adds --id-field; many lets --input
+// repeat (f->inputs; tools/input_files.h says what each may name).
 inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input_help, bool required,
-                          bool with_id) {
-  auto* in = cmd->add_option("-i,--input", f->input, input_help + " ('-' = standard input)");
+                          bool with_id, bool many = false) {
+  auto* in = many ? cmd->add_option("-i,--input", f->inputs,
+                                    input_help + " ('-' = standard input); repeat it, or name a directory "
+                                                 "(every file below it) or a glob pattern ('shards/*.jsonl.zst'): "
+                                                 "read in that order, a directory's or pattern's files by name")
+                  : cmd->add_option("-i,--input", f->input, input_help + " ('-' = standard input)");
   if (required) in->required()->default_str("");
   cmd->add_option("--format", f->format,
                   "Input format: 'jsonl' (one JSON object per line) or 'lines' (each line is a "

@@ -136,6 +136,7 @@ Status InputStream::Fill() {
   if (raw_pos_ == raw_end_) raw_pos_ = raw_end_ = 0;
   const size_t n = std::fread(raw_.get() + raw_end_, 1, kRawSize - raw_end_, file_);
   raw_end_ += n;
+  raw_bytes_ += n;
   if (n == 0) {
     raw_eof_ = true;
     if (std::ferror(file_)) return Status::IOError("cannot read " + name_ + ": " + std::strerror(errno));

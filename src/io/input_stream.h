@@ -13,6 +13,7 @@
 #define NEARDUP_IO_INPUT_STREAM_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -39,6 +40,9 @@ class InputStream {
 
   Compression compression() const;
   const std::string& name() const { return name_; }
+  // Bytes read from the file so far (compressed, if it is): progress
+  // against the file's size.
+  uint64_t raw_bytes() const { return raw_bytes_; }
 
   struct Decoder;  // one per compression format (input_stream.cc)
 
@@ -53,6 +57,7 @@ class InputStream {
   std::unique_ptr<char[]> raw_;  // compressed (or plain) bytes from the file
   size_t raw_pos_ = 0, raw_end_ = 0;
   bool raw_eof_ = false;
+  uint64_t raw_bytes_ = 0;
   bool detected_ = false;
   std::unique_ptr<Decoder> decoder_;  // null for plain input
   Status status_;

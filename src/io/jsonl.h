@@ -147,6 +147,8 @@ class RecordReader {
   Status ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch);
 
   uint64_t lines_read() const { return lines_.line_number(); }
+  // Bytes read from the input file so far (0 for the FILE* constructor).
+  uint64_t input_bytes() const { return stream_ ? stream_->raw_bytes() : 0; }
 
  private:
   std::unique_ptr<JsonlParser> AcquireParser();
