@@ -10,19 +10,19 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${JOBS:-$(nproc)}
 case "$flavour" in
-  batch)   dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
+  batch)   dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF -DNEARDUP_PYTHON=OFF) ;;
   release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCHMARKS=ON) ;;
   # Sanitizer builds at -O1 with line tables only (CMakeLists adds -g1): the
   # usual sanitizer setting, and it keeps CI's compile time on two cores low.
-  asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG"
+  asan)    dir=build-asan; args=(-DNEARDUP_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG"
                                  -DNEARDUP_SANITIZE=address,undefined -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
-  tsan)    dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG"
+  tsan)    dir=build-tsan; args=(-DNEARDUP_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG"
                                  -DNEARDUP_SANITIZE=thread -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
   # The library is instrumented too (fuzzer-no-link) so coverage reaches it.
   fuzz)    dir=build-fuzz; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                                  -DCMAKE_CXX_COMPILER=clang++ -DNEARDUP_BUILD_FUZZERS=ON
                                  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
-                                 -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
+                                 -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF -DNEARDUP_PYTHON=OFF) ;;
   *) echo "usage: $0 [batch|release|asan|tsan|fuzz]" >&2; exit 2 ;;
 esac
 launcher=()
