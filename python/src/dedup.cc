@@ -92,8 +92,8 @@ RecheckOptions RecheckOf(const py::kwargs& kwargs) {
 
 std::string IdOf(const py::handle& id) {
   if (py::isinstance<py::str>(id)) return id.cast<std::string>();
-  // As the service does: an integer id is its decimal string.
-  if (py::isinstance<py::int_>(id) && !py::isinstance<py::bool_>(id)) return std::string(py::str(id));
+  // As the service does: an integer id (also a numpy integer) is its decimal string.
+  if (PyIndex_Check(id.ptr()) && !py::isinstance<py::bool_>(id)) return std::string(py::str(py::int_(id)));
   throw StatusError(Status::InvalidArgument("an id must be str or int"));
 }
 

@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
 import neardup
@@ -66,7 +67,7 @@ def test_check_query_insert_remove():
     assert "a2" not in d and "a1" in d and len(d) == 1
     replay = d.check("a1", "something else entirely")
     assert replay.replay and replay.stored and replay.matches == [] and replay.fingerprint == first.fingerprint
-    forced = d.insert(4, a + ".")
+    forced = d.insert(np.int64(4), a + ".")
     assert forced.stored and forced.duplicate and forced.id == "4" and "4" in d and 4 in d
     assert [m.id for m in d.query(a).matches] == ["a1", "4"]
     d.remove("a1")
