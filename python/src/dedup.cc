@@ -93,7 +93,7 @@ RecheckOptions RecheckOf(const py::kwargs& kwargs) {
 std::string IdOf(const py::handle& id) {
   if (py::isinstance<py::str>(id)) return id.cast<std::string>();
   // As the service does: an integer id (also a numpy integer) is its decimal string.
-  if (PyIndex_Check(id.ptr()) && !py::isinstance<py::bool_>(id)) return std::string(py::str(py::int_(id)));
+  if (PyIndex_Check(id.ptr()) && !py::isinstance<py::bool_>(id)) return std::string(py::str(py::int_(py::reinterpret_borrow<py::object>(id))));
   throw StatusError(Status::InvalidArgument("an id must be str or int"));
 }
 
