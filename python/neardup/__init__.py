@@ -40,17 +40,18 @@ class _InsertionSession:
         if self._ids:
             ids, texts = self._ids, self._texts
             self._ids, self._texts = [], []
-            self._dedup.insert_batch(ids, texts)
+            self._dedup.insert_batch(ids, texts, all_matches=False)
 
 
 class Deduplicator(_core.Deduplicator):
     __doc__ = _core.Deduplicator.__doc__
 
-    def dedup(self, items, batch_size=4096):
+    def dedup(self, items, batch_size=4096, all_matches=False):
         """check() of every item of an iterable, in order, as a generator of
         Results. An item is a text (its id is then its position, 0, 1, ...)
         or an (id, text) pair. Items are taken `batch_size` at a time and
-        analysed on every core."""
+        analysed on every core. A Result's matches hold the best match only
+        (what `neardup dedup --duplicates` reports), unless all_matches."""
         it = iter(items)
         position = 0
         while True:
@@ -66,7 +67,7 @@ class Deduplicator(_core.Deduplicator):
                     ids.append(item[0])
                     texts.append(item[1])
                 position += 1
-            yield from self.check_batch(ids, texts)
+            yield from self.check_batch(ids, texts, all_matches=all_matches)
 
     @contextlib.contextmanager
     def insertion_session(self, buffer_size=4096):

@@ -116,7 +116,10 @@ class Dedup {
     cjk_ngram_ = cjk_ngram;
   }
 
-  std::vector<Answer> Process(Mode mode, std::vector<std::string> ids, const Texts& texts) {
+  // all_matches = false lists the best match only: a document with an
+  // exact copy kept then skips the fingerprint and anchor searches, as the
+  // CLI does.
+  std::vector<Answer> Process(Mode mode, std::vector<std::string> ids, const Texts& texts, bool all_matches) {
     if (ids.size() != texts.views.size()) {
       throw StatusError(Status::InvalidArgument("ids and texts differ in length"));
     }
@@ -124,7 +127,7 @@ class Dedup {
     std::vector<DocSignature> sigs = Signatures(texts.views);
     std::vector<Answer> out(sigs.size());
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < sigs.size(); ++i) out[i] = Decide(mode, std::move(ids[i]), sigs[i]);
+    for (size_t i = 0; i < sigs.size(); ++i) out[i] = Decide(mode, std::move(ids[i]), sigs[i], all_matches);
     return out;
   }
 
@@ -173,7 +176,7 @@ class Dedup {
     return sigs;
   }
 
-  Answer Decide(Mode mode, std::string id, const DocSignature& sig) {
+  Answer Decide(Mode mode, std::string id, const DocSignature& sig, bool all_matches) {
     Answer a;
     a.fingerprint = sig.fingerprint;
     a.has_features = sig.has_features;
@@ -188,8 +191,9 @@ class Dedup {
     }
     std::optional<DuplicateMatch> best;
     std::vector<DuplicateMatch> all;
-    ThrowIfError(set_->FindDuplicate(sig, &best, &all));
+    ThrowIfError(set_->FindDuplicate(sig, &best, all_matches ? &all : nullptr));
     a.duplicate = best.has_value();
+    if (!all_matches && best) all.push_back(*best);
     for (const DuplicateMatch& m : all) {
       a.matches.push_back(
           MatchAnswer{kept_.at(m.id).id, m.distance, m.similarity, SimilarityIsExact(m), m.exact});
@@ -242,12 +246,12 @@ template <Mode mode>
 Answer One(Dedup& d, const py::handle& id, const py::handle& text) {
   py::list texts;
   texts.append(text);
-  return std::move(d.Process(mode, {IdOf(id)}, TextsOf(texts)).front());
+  return std::move(d.Process(mode, {IdOf(id)}, TextsOf(texts), /*all_matches=*/true).front());
 }
 template <Mode mode>
-std::vector<Answer> Many(Dedup& d, const py::handle& ids, const py::handle& texts) {
+std::vector<Answer> Many(Dedup& d, const py::handle& ids, const py::handle& texts, bool all_matches) {
   const Texts t = TextsOf(texts);
-  return d.Process(mode, IdsOf(ids), t);
+  return d.Process(mode, IdsOf(ids), t, all_matches);
 }
 
 }  // namespace
@@ -298,10 +302,14 @@ void BindDedup(py::module_& m) {
       .def("query",
            [](Dedup& d, const py::handle& text, const py::handle& id) { return One<Mode::kQuery>(d, id, text); },
            py::arg("text"), py::arg("id") = "", "The Result check() would give, keeping nothing.")
-      .def("check_batch", &Many<Mode::kCheck>, py::arg("ids"), py::arg("texts"),
-           "check() of each (id, text) in order; analysed in parallel without the GIL.")
-      .def("insert_batch", &Many<Mode::kInsert>, py::arg("ids"), py::arg("texts"), "insert() of each, in order.")
-      .def("query_batch", &Many<Mode::kQuery>, py::arg("ids"), py::arg("texts"), "query() of each.")
+      .def("check_batch", &Many<Mode::kCheck>, py::arg("ids"), py::arg("texts"), py::kw_only(),
+           py::arg("all_matches") = true,
+           "check() of each (id, text) in order; analysed in parallel without the GIL. all_matches=False\n"
+           "lists only the best match (faster when exact copies are kept).")
+      .def("insert_batch", &Many<Mode::kInsert>, py::arg("ids"), py::arg("texts"), py::kw_only(),
+           py::arg("all_matches") = true, "insert() of each, in order.")
+      .def("query_batch", &Many<Mode::kQuery>, py::arg("ids"), py::arg("texts"), py::kw_only(),
+           py::arg("all_matches") = true, "query() of each.")
       .def("remove", [](Dedup& d, const py::handle& id) { d.Remove(IdOf(id)); }, py::arg("id"), "Forgets a kept document (NotFound if it is not kept).")
       .def("__len__", &Dedup::size, "Kept documents.")
       .def("__contains__", [](const Dedup& d, const py::handle& id) { return d.Contains(IdOf(id)); })

@@ -44,6 +44,18 @@ def test_same_duplicates_file_as_the_cli(cli, root, tmp_path, sample_docs, flags
     assert got == want
 
 
+def test_best_match_only_is_the_first_of_all(sample_docs):
+    best = neardup.Deduplicator().dedup(sample_docs)
+    every = neardup.Deduplicator().dedup(sample_docs, all_matches=True)
+    several = 0
+    for b, e in zip(best, every):
+        assert len(b.matches) == (1 if b.duplicate else 0)
+        assert [(m.id, m.distance, m.similarity) for m in b.matches] == \
+            [(m.id, m.distance, m.similarity) for m in e.matches[:1]]
+        several += len(e.matches) > 1
+    assert several > 0
+
+
 def test_batches_and_threads_do_not_change_decisions(sample_docs):
     one = [(r.duplicate, r.duplicate_of) for r in neardup.Deduplicator(threads=1).dedup(sample_docs, 7)]
     many = [(r.duplicate, r.duplicate_of) for r in neardup.Deduplicator(threads=4).dedup(sample_docs)]
