@@ -6,14 +6,17 @@ runs interleaved (run r starts at method r mod 4), medians (docs/BENCHMARKS.md,
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_cli.py --runs 7
 
-The CLI is timed from outside (wall time of the process: start-up, reading
-and parsing the JSONL, writing its output to /dev/null); Python is timed
-twice: the batch calls alone (texts already in memory), and with the
-reading and JSON parsing of the same file ("py+read")."""
+The CLI is timed from outside (the whole process: start-up, reading and
+parsing the JSONL, writing its output to /dev/null); Python is timed twice:
+the batch calls alone (texts already in memory), and with the reading and
+JSON parsing of the same file ("py+read"). Each is measured as wall time
+and as CPU time (user + system: this process's for Python, the child's for
+the CLI), which a machine shared with other jobs disturbs less."""
 
 import argparse
 import json
 import pathlib
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -24,11 +27,12 @@ import neardup
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def corpus(path):
-    """data/natural (both splits, all buckets) as one JSONL file."""
+def corpus(path, copies=1):
+    """data/natural (both splits, all buckets) as one JSONL file, `copies` times."""
     with open(path, "w", encoding="utf-8") as out:
-        for f in sorted((ROOT / "data" / "natural").glob("*/*.jsonl")):
-            out.write(f.read_text(encoding="utf-8"))
+        for _ in range(copies):
+            for f in sorted((ROOT / "data" / "natural").glob("*/*.jsonl")):
+                out.write(f.read_text(encoding="utf-8"))
 
 
 def read(path):
@@ -41,10 +45,15 @@ def read(path):
     return ids, texts
 
 
+def cpu_seconds():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def timed(fn):
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), cpu_seconds()
     result = fn()
-    return time.perf_counter() - start, result
+    return time.perf_counter() - wall, cpu_seconds() - cpu, result
 
 
 def py_dedup(ids, texts, threads):
@@ -59,15 +68,19 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="neardup-pybench-"))
-    data = tmp / "corpus.jsonl"
+    # Fingerprinting is fast: four copies, so process start-up weighs little.
+    data, fp_data = tmp / "corpus.jsonl", tmp / "corpus-x4.jsonl"
     corpus(data)
+    corpus(fp_data, 4)
     ids, texts = read(data)
-    mb = data.stat().st_size / 1e6
+    fp_texts = read(fp_data)[1]
+    size = {"fingerprint": (len(fp_texts), fp_data.stat().st_size / 1e6),
+            "dedup": (len(texts), data.stat().st_size / 1e6)}
     t = str(args.threads)
     stats = tmp / "stats.json"
 
     def cli_fp():
-        subprocess.run([args.cli, "fingerprint", "--input", str(data), "--output", "/dev/null", "-q",
+        subprocess.run([args.cli, "fingerprint", "--input", str(fp_data), "--output", "/dev/null", "-q",
                         "--threads", t], check=True)
 
     def cli_dedup():
@@ -77,34 +90,39 @@ def main():
 
     methods = {
         "cli fingerprint": cli_fp,
-        "py fingerprints": lambda: neardup.fingerprints(texts, threads=args.threads),
-        "py+read fingerprints": lambda: neardup.fingerprints(read(data)[1], threads=args.threads),
+        "py fingerprints": lambda: neardup.fingerprints(fp_texts, threads=args.threads),
+        "py+read fingerprints": lambda: neardup.fingerprints(read(fp_data)[1], threads=args.threads),
         "cli dedup": cli_dedup,
         "py dedup": lambda: py_dedup(ids, texts, args.threads),
         "py+read dedup": lambda: py_dedup(*read(data), args.threads),
     }
     names = list(methods)
     times = {n: [] for n in names}
+    cpus = {n: [] for n in names}
     answers = {}
     for r in range(args.runs):
         for i in range(len(names)):
             name = names[(r + i) % len(names)]
-            seconds, answer = timed(methods[name])
+            seconds, cpu, answer = timed(methods[name])
             times[name].append(seconds)
+            cpus[name].append(cpu)
             answers[name] = answer
     assert answers["cli dedup"] == answers["py dedup"], answers  # the same decisions
-    print(f"corpus: {len(texts)} documents, {mb:.2f} MB ({data}); threads {args.threads}; "
-          f"runs {args.runs}; duplicates {answers['cli dedup']}")
-    print(f"{'method':24} {'median s':>9} {'docs/s':>9} {'MB/s':>7}   all runs (s)")
-    for n in names:
-        m = statistics.median(times[n])
-        print(f"{n:24} {m:9.3f} {len(texts) / m:9.0f} {mb / m:7.2f}   " +
-              " ".join(f"{x:.3f}" for x in times[n]))
-    for kind in ("fingerprint", "dedup"):
-        cli = statistics.median(times[f"cli {kind}"])
+    for kind, (docs, mb) in size.items():
+        print(f"{kind}: {docs} documents, {mb:.2f} MB of JSONL")
+    print(f"threads {args.threads}; runs {args.runs}; duplicates {answers['cli dedup']} (CLI and Python)")
+    for label, table in (("wall", times), ("CPU", cpus)):
+        print(f"{label}: {'method':24} {'median s':>9} {'docs/s':>9} {'MB/s':>7}   all runs (s)")
         for n in names:
-            if n.startswith("py") and kind in n:
-                print(f"{n} / cli {kind}: throughput ratio {cli / statistics.median(times[n]):.3f}")
+            m = statistics.median(table[n])
+            docs, mb = size["fingerprint" if "fingerprint" in n else "dedup"]
+            print(f"{label}: {n:24} {m:9.3f} {docs / m:9.0f} {mb / m:7.2f}   " +
+                  " ".join(f"{x:.3f}" for x in table[n]))
+        for kind in ("fingerprint", "dedup"):
+            cli = statistics.median(table[f"cli {kind}"])
+            for n in names:
+                if n.startswith("py") and kind in n:
+                    print(f"{label}: {n} / cli {kind}: throughput ratio {cli / statistics.median(table[n]):.3f}")
 
 
 if __name__ == "__main__":

@@ -135,8 +135,9 @@ class Dedup {
     std::lock_guard<std::mutex> lock(mu_);
     const auto it = ids_.find(id);
     if (it == ids_.end()) throw StatusError(Status::NotFound("no document \"" + id + "\""));
-    set_->Remove(it->second, kept_.at(it->second).sig);
-    kept_.erase(it->second);
+    Kept& kept = kept_[it->second];
+    set_->Remove(it->second, kept.Signature());
+    kept.id = std::string();
     ids_.erase(it);
   }
 
@@ -182,7 +183,7 @@ class Dedup {
     a.has_features = sig.has_features;
     if (const auto it = ids_.find(id); mode != Mode::kQuery && it != ids_.end()) {
       // A stored id is not decided again: nothing changes (the service's replay).
-      const DocSignature& stored = kept_.at(it->second).sig;
+      const Kept& stored = kept_[it->second];
       a.fingerprint = stored.fingerprint;
       a.has_features = stored.has_features;
       a.stored = a.replay = true;
@@ -196,12 +197,12 @@ class Dedup {
     if (!all_matches && best) all.push_back(*best);
     for (const DuplicateMatch& m : all) {
       a.matches.push_back(
-          MatchAnswer{kept_.at(m.id).id, m.distance, m.similarity, SimilarityIsExact(m), m.exact});
+          MatchAnswer{kept_[m.id].id, m.distance, m.similarity, SimilarityIsExact(m), m.exact});
     }
     if (mode == Mode::kInsert || (mode == Mode::kCheck && !a.duplicate)) {
-      const DocId internal = next_internal_++;
+      const DocId internal = kept_.size();
       ThrowIfError(set_->Insert(internal, sig));
-      kept_.emplace(internal, Kept{id, DocSignature{sig.content_hash, sig.fingerprint, sig.has_features, 0, {}}});
+      kept_.push_back(Kept{id, sig.content_hash, sig.fingerprint, sig.has_features});
       ids_.emplace(id, internal);
       a.stored = true;
     }
@@ -216,13 +217,16 @@ class Dedup {
   mutable std::mutex mu_;  // the kept documents below; taken without the GIL
   std::unique_ptr<NearDupSet> set_;
   std::unordered_map<std::string, DocId> ids_;
-  // A kept document's id, and what NearDupSet::Remove needs of it (no sketch).
+  // Kept documents by internal id (their insertion order; a removed one
+  // stays with an empty id): the id, and what NearDupSet::Remove needs.
   struct Kept {
     std::string id;
-    DocSignature sig;
+    uint64_t content_hash = 0;
+    uint64_t fingerprint = 0;
+    bool has_features = false;
+    DocSignature Signature() const { return DocSignature{content_hash, fingerprint, has_features, 0, {}}; }
   };
-  std::unordered_map<DocId, Kept> kept_;
-  DocId next_internal_ = 0;
+  std::vector<Kept> kept_;
 };
 
 std::string SettingsDoc() {
