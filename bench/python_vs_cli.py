@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fingerprinting and dedup throughput: the Python package's batch calls
 against the `neardup` CLI on the same documents, one thread each (per core),
-runs interleaved (run r starts at method r mod 4), medians (docs/BENCHMARKS.md,
+runs interleaved (run r starts at method r mod 7), medians (docs/BENCHMARKS.md,
 "Python package (issue 18)").
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_cli.py --runs 7
@@ -56,9 +56,9 @@ def timed(fn):
     return time.perf_counter() - wall, cpu_seconds() - cpu, result
 
 
-def py_dedup(ids, texts, threads):
+def py_dedup(ids, texts, threads, all_matches=False):
     d = neardup.Deduplicator(threads=threads)
-    return sum(r.duplicate for r in d.dedup(zip(ids, texts), batch_size=4096))
+    return sum(r.duplicate for r in d.dedup(zip(ids, texts), batch_size=4096, all_matches=all_matches))
 
 
 def main():
@@ -95,6 +95,7 @@ def main():
         "cli dedup": cli_dedup,
         "py dedup": lambda: py_dedup(ids, texts, args.threads),
         "py+read dedup": lambda: py_dedup(*read(data), args.threads),
+        "py dedup all_matches": lambda: py_dedup(ids, texts, args.threads, all_matches=True),
     }
     names = list(methods)
     times = {n: [] for n in names}
