@@ -14,6 +14,7 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,11 +58,11 @@ std::string_view TextOf(const py::handle& text);
 // 0 = every core.
 int ResolveThreads(int threads);
 
-// The fingerprint options a keyword argument set names (tokenizer "mixed" or
-// "icu-words", cjk_ngram), checked; one Fingerprinter per distinct options,
-// made once.
-FingerprintOptions FingerprintOptionsOf(const std::string& tokenizer, int cjk_ngram);
-const Fingerprinter& CachedFingerprinter(const FingerprintOptions& options);
+// The fingerprinter the keyword arguments of `neardup fingerprint` name
+// (tokenizer "mixed" or "icu-words", cjk_ngram, idf: the path of a table
+// from `neardup idf build`), checked. Without an IDF table one is made per
+// distinct options and shared; a table is read on every call.
+Fingerprinter FingerprinterOf(const std::string& tokenizer, int cjk_ngram, const std::optional<std::string>& idf);
 // The defaults of FingerprintOptions, as keyword-argument values.
 std::string DefaultTokenizer();
 int DefaultCjkNgram();

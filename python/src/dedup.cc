@@ -105,8 +105,9 @@ std::vector<std::string> IdsOf(const py::handle& ids) {
 
 class Dedup {
  public:
-  Dedup(int k, const std::string& tokenizer, int cjk_ngram, int threads, const py::kwargs& recheck)
-      : fingerprinter_(CachedFingerprinter(FingerprintOptionsOf(tokenizer, cjk_ngram))),
+  Dedup(int k, const std::string& tokenizer, int cjk_ngram, const std::optional<std::string>& idf, int threads,
+        const py::kwargs& recheck)
+      : fingerprinter_(FingerprinterOf(tokenizer, cjk_ngram, idf)),
         threads_(ResolveThreads(threads)) {
     NearDupOptions o;
     o.k = k;
@@ -114,6 +115,7 @@ class Dedup {
     set_ = ValueOrThrow(NearDupSet::Create(o));
     tokenizer_ = tokenizer;
     cjk_ngram_ = cjk_ngram;
+    idf_ = idf;
   }
 
   // all_matches = false lists the best match only: a document with an
@@ -156,6 +158,7 @@ class Dedup {
     d["k"] = set_->options().k;
     d["tokenizer"] = tokenizer_;
     d["cjk_ngram"] = cjk_ngram_;
+    d["idf"] = idf_;
     d["threads"] = threads_;
     for (const auto& s : RecheckSettingTable()) {
       std::visit([&](const auto& v) { d[KeywordOf(s).c_str()] = v; }, s.get(set_->options().recheck));
@@ -210,10 +213,11 @@ class Dedup {
     return a;
   }
 
-  const Fingerprinter& fingerprinter_;
+  const Fingerprinter fingerprinter_;
   const int threads_;
   std::string tokenizer_;
   int cjk_ngram_ = 0;
+  std::optional<std::string> idf_;
   mutable std::mutex mu_;  // the kept documents below; taken without the GIL
   std::unique_ptr<NearDupSet> set_;
   std::unordered_map<std::string, DocId> ids_;
@@ -237,6 +241,7 @@ std::string SettingsDoc() {
       "Keyword arguments, as the flags of `neardup dedup` (defaults as there):\n"
       "  k: largest Hamming distance of a near-duplicate between long texts (0..8)\n"
       "  tokenizer: \"mixed\" or \"icu-words\"; cjk_ngram: n-grams over Han/Kana/Hangul runs\n"
+      "  idf: path of an IDF table from `neardup idf build` (--idf)\n"
       "  threads: threads of a batch (0 = every core)\n";
   const RecheckOptions defaults;
   for (const auto& s : RecheckSettingTable()) {
@@ -296,9 +301,9 @@ void BindDedup(py::module_& m) {
   const NearDupOptions defaults;
   const std::string doc = SettingsDoc();
   py::class_<Dedup>(m, "Deduplicator", doc.c_str())
-      .def(py::init<int, const std::string&, int, int, const py::kwargs&>(), py::kw_only(),
-           py::arg("k") = defaults.k, py::arg("tokenizer") = DefaultTokenizer(), py::arg("cjk_ngram") = DefaultCjkNgram(),
-           py::arg("threads") = 0)
+      .def(py::init<int, const std::string&, int, const std::optional<std::string>&, int, const py::kwargs&>(),
+           py::kw_only(), py::arg("k") = defaults.k, py::arg("tokenizer") = DefaultTokenizer(),
+           py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("idf") = py::none(), py::arg("threads") = 0)
       .def("check", &One<Mode::kCheck>, py::arg("id"), py::arg("text"),
            "Keeps the text unless it duplicates a kept one; the Result says which. A kept id is a replay.")
       .def("insert", &One<Mode::kInsert>, py::arg("id"), py::arg("text"),

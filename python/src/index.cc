@@ -27,15 +27,15 @@ using Hits = std::vector<std::pair<uint64_t, int>>;  // (id, distance)
 // while mu_ is held, so Python threads cannot deadlock on an Index.
 class Index {
  public:
-  Index(const std::string& tokenizer, int cjk_ngram, int blocks)
-      : scheme_id_(CachedFingerprinter(FingerprintOptionsOf(tokenizer, cjk_ngram)).scheme_id()) {
+  Index(const std::string& tokenizer, int cjk_ngram, const std::optional<std::string>& idf, int blocks)
+      : scheme_id_(FingerprinterOf(tokenizer, cjk_ngram, idf).scheme_id()) {
     options_.blocks = blocks;
     index_ = ValueOrThrow(NewMultiIndex(options_));
   }
 
   static std::unique_ptr<Index> Load(const std::string& path, const std::string& tokenizer, int cjk_ngram,
-                                     int blocks) {
-    auto index = std::make_unique<Index>(tokenizer, cjk_ngram, blocks);
+                                     const std::optional<std::string>& idf, int blocks) {
+    auto index = std::make_unique<Index>(tokenizer, cjk_ngram, idf, blocks);
     py::gil_scoped_release unlocked;
     index->index_ = ValueOrThrow(LoadIndex(path, index->scheme_id_, index->options_));
     return index;
@@ -132,12 +132,14 @@ void BindIndex(py::module_& m) {
                     "Saved files (docs/index-format.md) record the fingerprint scheme of the options the\n"
                     "Index was made with; load() refuses a file of another scheme (FailedPrecondition).\n"
                     "Searches may run from many threads at once; changes wait for them.")
-      .def(py::init<const std::string&, int, int>(), py::kw_only(), py::arg("tokenizer") = DefaultTokenizer(),
-           py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("blocks") = MultiIndexOptions{}.blocks,
+      .def(py::init<const std::string&, int, const std::optional<std::string>&, int>(), py::kw_only(),
+           py::arg("tokenizer") = DefaultTokenizer(), py::arg("cjk_ngram") = DefaultCjkNgram(),
+           py::arg("idf") = py::none(), py::arg("blocks") = MultiIndexOptions{}.blocks,
            "An empty index for fingerprints made with these fingerprint options (blocks: tables of\n"
            "the multi-index, 2..8, 0 = the measured default).")
       .def_static("load", &Index::Load, py::arg("path"), py::kw_only(), py::arg("tokenizer") = DefaultTokenizer(),
-                  py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("blocks") = MultiIndexOptions{}.blocks,
+                  py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("idf") = py::none(),
+                  py::arg("blocks") = MultiIndexOptions{}.blocks,
                   "An index read from a file written by save() (or `neardup`), checksum and scheme checked.")
       .def("save", &Index::Save, py::arg("path"), "Writes the index atomically (a temporary file, fsync, rename).")
       .def("add", &Index::Add, py::arg("fingerprint"), py::arg("id"), "Adds one entry; AlreadyExists if id is present.")

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "binding.h"
+#include "neardup/text/idf.h"
 
 namespace neardup::python {
 
@@ -47,6 +48,8 @@ int ResolveThreads(int threads) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+namespace {
+
 FingerprintOptions FingerprintOptionsOf(const std::string& tokenizer, int cjk_ngram) {
   FingerprintOptions o;
   if (tokenizer == "icu-words") {
@@ -59,27 +62,30 @@ FingerprintOptions FingerprintOptionsOf(const std::string& tokenizer, int cjk_ng
   return o;
 }
 
+// Creating a Fingerprinter builds its tables: once per distinct options.
+Fingerprinter CachedFingerprinter(const FingerprintOptions& options) {
+  static std::mutex mu;
+  static std::map<std::pair<int, int>, Fingerprinter> cache;
+  const std::pair<int, int> key{static_cast<int>(options.tokenizer), options.cjk_ngram};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, ValueOrThrow(Fingerprinter::Create(options))).first;
+  return it->second;
+}
+
+}  // namespace
+
+Fingerprinter FingerprinterOf(const std::string& tokenizer, int cjk_ngram, const std::optional<std::string>& idf) {
+  FingerprintOptions options = FingerprintOptionsOf(tokenizer, cjk_ngram);
+  if (!idf) return CachedFingerprinter(options);
+  options.idf = ValueOrThrow(IdfTable::Load(*idf));
+  return ValueOrThrow(Fingerprinter::Create(options));
+}
+
 std::string DefaultTokenizer() {
   return FingerprintOptions{}.tokenizer == TokenizerKind::kIcuWords ? "icu-words" : "mixed";
 }
 int DefaultCjkNgram() { return FingerprintOptions{}.cjk_ngram; }
-
-const Fingerprinter& CachedFingerprinter(const FingerprintOptions& options) {
-  static std::mutex mu;
-  static std::map<std::pair<int, int>, std::unique_ptr<Fingerprinter>> cache;
-  const std::pair<int, int> key{static_cast<int>(options.tokenizer), options.cjk_ngram};
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[key];
-  if (!slot) {
-    auto created = Fingerprinter::Create(options);
-    if (!created.ok()) {
-      cache.erase(key);
-      throw StatusError(created.status());
-    }
-    slot = std::make_unique<Fingerprinter>(std::move(created).value());
-  }
-  return *slot;
-}
 
 void BindErrors(py::module_& m) {
   py::list codes;

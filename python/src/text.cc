@@ -15,16 +15,17 @@
 namespace neardup::python {
 namespace {
 
-uint64_t Fingerprint(const py::handle& text, const std::string& tokenizer, int cjk_ngram) {
-  const Fingerprinter& fp = CachedFingerprinter(FingerprintOptionsOf(tokenizer, cjk_ngram));
+uint64_t Fingerprint(const py::handle& text, const std::string& tokenizer, int cjk_ngram,
+                     const std::optional<std::string>& idf) {
+  const Fingerprinter fp = FingerprinterOf(tokenizer, cjk_ngram, idf);
   const std::string_view view = TextOf(text);
   py::gil_scoped_release unlocked;
   return fp.Compute(view);
 }
 
 py::array_t<uint64_t> Fingerprints(const py::handle& texts, const std::string& tokenizer, int cjk_ngram,
-                                   int threads) {
-  const Fingerprinter& fp = CachedFingerprinter(FingerprintOptionsOf(tokenizer, cjk_ngram));
+                                   const std::optional<std::string>& idf, int threads) {
+  const Fingerprinter fp = FingerprinterOf(tokenizer, cjk_ngram, idf);
   const int workers = ResolveThreads(threads);
   const Texts t = TextsOf(texts);
   py::array_t<uint64_t> out(static_cast<py::ssize_t>(t.views.size()));
@@ -55,12 +56,13 @@ double Similarity(const py::handle& a, const py::handle& b, int shingle_size) {
 
 void BindText(py::module_& m) {
   m.def("fingerprint", &Fingerprint, py::arg("text"), py::kw_only(), py::arg("tokenizer") = DefaultTokenizer(),
-        py::arg("cjk_ngram") = DefaultCjkNgram(),
+        py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("idf") = py::none(),
         "The 64-bit simhash of one text (str or UTF-8 bytes), as `neardup fingerprint` computes it\n"
         "(docs/fingerprint.md). A text without features (empty, punctuation only) gives 0.\n"
-        "tokenizer: \"mixed\" or \"icu-words\"; cjk_ngram: n of the n-grams over Han/Kana/Hangul runs.");
+        "tokenizer: \"mixed\" or \"icu-words\"; cjk_ngram: n of the n-grams over Han/Kana/Hangul runs;\n"
+        "idf: path of an IDF table from `neardup idf build` (weights tokens by tf*idf; read per call).");
   m.def("fingerprints", &Fingerprints, py::arg("texts"), py::kw_only(), py::arg("tokenizer") = DefaultTokenizer(),
-        py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("threads") = 0,
+        py::arg("cjk_ngram") = DefaultCjkNgram(), py::arg("idf") = py::none(), py::arg("threads") = 0,
         "fingerprint() of every text of an iterable, as a numpy uint64 array, computed on `threads`\n"
         "threads (0 = every core) without holding the GIL.");
   m.def("distance", [](uint64_t a, uint64_t b) { return HammingDistance(a, b); }, py::arg("a"), py::arg("b"),

@@ -56,6 +56,22 @@ def test_best_match_only_is_the_first_of_all(sample_docs):
     assert several > 0
 
 
+def test_idf_table_as_with_the_cli(cli, root, tmp_path, sample_docs):
+    idf = tmp_path / "idf.bin"
+    subprocess.run([str(cli), "idf", "build", "--input", str(root / "data" / "sample" / "docs.jsonl"),
+                    "--output", str(idf)], check=True, capture_output=True)
+    want = cli_duplicates(cli, root, tmp_path, "--idf", str(idf))
+    got = python_duplicates(neardup.Deduplicator(idf=str(idf)).dedup(sample_docs))
+    assert got == want and got != python_duplicates(neardup.Deduplicator().dedup(sample_docs))
+    texts = [t for _, t in sample_docs[:50]]
+    fps = neardup.fingerprints(texts, idf=str(idf))
+    assert list(fps) == [neardup.fingerprint(t, idf=str(idf)) for t in texts]
+    assert list(fps) != list(neardup.fingerprints(texts))
+    assert neardup.Index(idf=str(idf)).scheme_id != neardup.Index().scheme_id
+    with pytest.raises(neardup.Error):
+        neardup.Deduplicator(idf=str(tmp_path / "missing.bin"))
+
+
 def test_batches_and_threads_do_not_change_decisions(sample_docs):
     one = [(r.duplicate, r.duplicate_of) for r in neardup.Deduplicator(threads=1).dedup(sample_docs, 7)]
     many = [(r.duplicate, r.duplicate_of) for r in neardup.Deduplicator(threads=4).dedup(sample_docs)]
@@ -111,7 +127,7 @@ def test_settings_are_the_cli_flags_with_their_defaults(cli):
     help_text = subprocess.run([str(cli), "dedup", "--help"], capture_output=True, text=True).stdout
     settings = neardup.Deduplicator().settings
     for key, value in settings.items():
-        if key in ("k", "tokenizer", "cjk_ngram", "threads"):
+        if key in ("k", "tokenizer", "cjk_ngram", "idf", "threads"):
             continue
         flag = "--" + key.replace("_", "-")
         assert flag in help_text, flag
