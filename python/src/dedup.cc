@@ -133,7 +133,10 @@ class Dedup {
     return out;
   }
 
+  // Lock order: the GIL is released before mu_ is taken and never taken
+  // while mu_ is held, so threads cannot deadlock on a Deduplicator.
   void Remove(const std::string& id) {
+    py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
     const auto it = ids_.find(id);
     if (it == ids_.end()) throw StatusError(Status::NotFound("no document \"" + id + "\""));
@@ -144,10 +147,12 @@ class Dedup {
   }
 
   size_t size() const {
+    py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
     return ids_.size();
   }
   bool Contains(const std::string& id) const {
+    py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
     return ids_.count(id) != 0;
   }

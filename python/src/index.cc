@@ -72,6 +72,7 @@ class Index {
   }
 
   uint64_t Get(uint64_t id) const {
+    py::gil_scoped_release unlocked;
     std::shared_lock lock(mu_);
     return ValueOrThrow(index_->Get(id));
   }
@@ -104,6 +105,7 @@ class Index {
   }
 
   size_t size() const {
+    py::gil_scoped_release unlocked;
     std::shared_lock lock(mu_);
     return index_->size();
   }
