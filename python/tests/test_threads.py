@@ -74,3 +74,26 @@ def test_batches_release_the_gil(sample_docs):
     # Python bytecode ran in this thread throughout: with the GIL held by the
     # batch it would run only at the switch interval (5 ms) between batches.
     assert ticks > 100_000 * (time.perf_counter() - start)
+
+
+def test_index_changes_while_threads_search():
+    rng = np.random.default_rng(7)
+    fps = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    index = neardup.Index()
+    index.add_batch(fps[:10_000], np.arange(10_000, dtype=np.uint64))
+
+    def work(i):
+        if i == 0:  # the writer: adds the second half in batches, removes some of the first
+            for start in range(10_000, 20_000, 1_000):
+                index.add_batch(fps[start:start + 1_000], np.arange(start, start + 1_000, dtype=np.uint64))
+                assert index.remove(start - 10_000)
+            return len(index)
+        found = 0
+        for _ in range(20):
+            found += sum(len(h) for h in index.search_batch(fps[:5_000], 0))
+        return found
+    sizes = run_threads(4, work)
+    assert sizes[0] == 20_000 - 10
+    assert index.search_batch(fps[10_000:10_005], 0) == [[(i, 0)] for i in range(10_000, 10_005)]
+    # 20 passes over 5,000 present fingerprints, of which ids 0, 1000, ..., 4000 go away meanwhile.
+    assert all(20 * 4_995 <= f <= 20 * 5_000 for f in sizes[1:])
