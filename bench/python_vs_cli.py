@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fingerprinting and dedup throughput: the Python package's batch calls
 against the `neardup` CLI on the same documents, one thread each (per core),
-runs interleaved (run r starts at method r mod 7), medians (docs/BENCHMARKS.md,
+runs interleaved (run r starts at method r mod the number of methods), medians (docs/BENCHMARKS.md,
 "Python package (issue 18)").
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_cli.py --runs 7
@@ -64,6 +64,8 @@ def py_dedup(ids, texts, threads, all_matches=False):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", default=str(ROOT / "build" / "neardup"))
+    ap.add_argument("--other-cli", help="a second build of the CLI, timed in the same runs (e.g. one "
+                    "configured with -DNEARDUP_PYTHON=OFF: libraries without -fPIC)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
@@ -79,24 +81,27 @@ def main():
     t = str(args.threads)
     stats = tmp / "stats.json"
 
-    def cli_fp():
-        subprocess.run([args.cli, "fingerprint", "--input", str(fp_data), "--output", "/dev/null", "-q",
+    def cli_fp(cli):
+        subprocess.run([cli, "fingerprint", "--input", str(fp_data), "--output", "/dev/null", "-q",
                         "--threads", t], check=True)
 
-    def cli_dedup():
-        subprocess.run([args.cli, "dedup", "--input", str(data), "--output", "/dev/null", "--duplicates",
+    def cli_dedup(cli):
+        subprocess.run([cli, "dedup", "--input", str(data), "--output", "/dev/null", "--duplicates",
                         "/dev/null", "-q", "--threads", t, "--stats-json", str(stats)], check=True)
         return json.loads(stats.read_text())["duplicates"]
 
     methods = {
-        "cli fingerprint": cli_fp,
+        "cli fingerprint": lambda: cli_fp(args.cli),
         "py fingerprints": lambda: neardup.fingerprints(fp_texts, threads=args.threads),
         "py+read fingerprints": lambda: neardup.fingerprints(read(fp_data)[1], threads=args.threads),
-        "cli dedup": cli_dedup,
+        "cli dedup": lambda: cli_dedup(args.cli),
         "py dedup": lambda: py_dedup(ids, texts, args.threads),
         "py+read dedup": lambda: py_dedup(*read(data), args.threads),
         "py dedup all_matches": lambda: py_dedup(ids, texts, args.threads, all_matches=True),
     }
+    if args.other_cli:
+        methods["other-cli fingerprint"] = lambda: cli_fp(args.other_cli)
+        methods["other-cli dedup"] = lambda: cli_dedup(args.other_cli)
     names = list(methods)
     times = {n: [] for n in names}
     cpus = {n: [] for n in names}
@@ -113,16 +118,16 @@ def main():
         print(f"{kind}: {docs} documents, {mb:.2f} MB of JSONL")
     print(f"threads {args.threads}; runs {args.runs}; duplicates {answers['cli dedup']} (CLI and Python)")
     for label, table in (("wall", times), ("CPU", cpus)):
-        print(f"{label}: {'method':24} {'median s':>9} {'docs/s':>9} {'MB/s':>7}   all runs (s)")
+        print(f"{label}: {'method':24} {'median s':>9} {'docs/s':>9} {'MB/s':>7} {'min s':>7}   all runs (s)")
         for n in names:
             m = statistics.median(table[n])
             docs, mb = size["fingerprint" if "fingerprint" in n else "dedup"]
-            print(f"{label}: {n:24} {m:9.3f} {docs / m:9.0f} {mb / m:7.2f}   " +
+            print(f"{label}: {n:24} {m:9.3f} {docs / m:9.0f} {mb / m:7.2f} {min(table[n]):7.3f}   " +
                   " ".join(f"{x:.3f}" for x in table[n]))
         for kind in ("fingerprint", "dedup"):
             cli = statistics.median(table[f"cli {kind}"])
             for n in names:
-                if n.startswith("py") and kind in n:
+                if not n.startswith("cli") and kind in n:
                     print(f"{label}: {n} / cli {kind}: throughput ratio {cli / statistics.median(table[n]):.3f}")
 
 
