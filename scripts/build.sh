@@ -4,14 +4,17 @@
 # Build directories: build/ (batch and release), build-asan/, build-tsan/, build-fuzz/.
 #   batch    only the batch program build/neardup (and build/neardup-serve when
 #            the service's packages are installed): what quickstart needs
-#   release  everything: programs, tests, benchmarks
+#            (the Python module too where pybind11 is installed: the libraries
+#            are then built with -fPIC in both flavours, so switching between
+#            them recompiles no library)
+#   release  everything: programs, tests, benchmarks, the Python module (build/python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${JOBS:-$(nproc)}
 case "$flavour" in
-  batch)   dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF -DNEARDUP_PYTHON=OFF) ;;
-  release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCHMARKS=ON) ;;
+  batch)   dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF) ;;
+  release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCHMARKS=ON -DNEARDUP_PYTHON=ON) ;;
   # Sanitizer builds at -O1 with line tables only (CMakeLists adds -g1): the
   # usual sanitizer setting, and it keeps CI's compile time on two cores low.
   asan)    dir=build-asan; args=(-DNEARDUP_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG"
