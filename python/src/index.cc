@@ -130,7 +130,7 @@ class Index {
 void BindIndex(py::module_& m) {
   const int k = NearDupOptions{}.k;
   py::class_<Index>(m, "Index",
-                    "Fingerprints under integer ids (0 .. 2**64-2), searched by Hamming distance.\n"
+                    "Fingerprints under integer ids (uint64), searched by Hamming distance.\n"
                     "Saved files (docs/index-format.md) record the fingerprint scheme of the options the\n"
                     "Index was made with; load() refuses a file of another scheme (FailedPrecondition).\n"
                     "Searches may run from many threads at once; changes wait for them.")
