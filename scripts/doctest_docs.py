@@ -17,6 +17,11 @@ the line before the fenced block:
                             free loopback port over a fresh data directory;
                             $B is its base URL. Stopped (SIGTERM) afterwards.
   <!-- doctest: serve-console -->  a console block with such a server.
+  <!-- doctest: python -->  a ```python block run as one script by Debian's
+                            python3 (it has numpy) with the built module on
+                            PYTHONPATH (build/python); it must exit 0.
+                            Counted as not run when the build has no module.
+  <!-- doctest: python-serve -->  the same with a server, its URL in $B.
 
 Every block runs in a fresh temporary directory holding links to the
 repository's data/, docs/, examples/, scripts/ and build/, with build/ on
@@ -42,6 +47,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 MARK = re.compile(r"<!--\s*doctest(?::\s*([\w-]+))?\s*-->")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 TIMEOUT = 120
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
 def blocks(path):
@@ -162,13 +168,16 @@ def stop_server(proc):
         proc.wait(timeout=30)
 
 
-def run_script(body, build, serve):
+def run_script(body, build, serve, python=False):
     d = workdir(build)
     extra, proc = {}, None
     if serve:
         proc, extra["B"] = start_server(build, d)
+    if python:
+        extra["PYTHONPATH"] = str(build / "python")
+    command = [PYTHON, "-c"] if python else ["bash", "-e", "-o", "pipefail", "-c"]
     try:
-        p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", "\n".join(body)], cwd=d,
+        p = subprocess.run(command + ["\n".join(body)], cwd=d,
                            env=env_for(build, extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=TIMEOUT, text=True)
     finally:
@@ -191,11 +200,16 @@ def main():
             if kind is None:
                 skipped += 1
                 continue
+            if kind.startswith("python") and not (build / "python" / "neardup").is_dir():
+                skipped += 1  # built without the Python module (no pybind11)
+                continue
             ran += 1
             if kind in ("console", "serve-console"):
                 err = run_console(body, build, serve=kind == "serve-console")
             elif kind in ("run", "serve"):
                 err = run_script(body, build, serve=kind == "serve")
+            elif kind in ("python", "python-serve"):
+                err = run_script(body, build, serve=kind == "python-serve", python=True)
             else:
                 err = f"unknown doctest kind {kind!r}"
             if err:

@@ -5,7 +5,8 @@
 #     service  + the service `neardup serve` (RocksDB, hiredis)
 #     test     + the test suite: GoogleTest, a Redis server for the cluster
 #              tests, clang for the fuzzers, curl/python3 for the doc examples,
-#              nginx + openssl for the TLS proxy test (scripts/tls_proxy_test.sh)
+#              nginx + openssl for the TLS proxy test (scripts/tls_proxy_test.sh),
+#              pybind11 + pytest for the Python package (python/, docs/python.md)
 #     bench    + benchmark and peer stacks: Google Benchmark is in test (the
 #              benchmarks build with the tests); this adds wrk, nginx, faiss,
 #              PostgreSQL (bench/peers.sh, bench/serve_bench.sh)
@@ -16,7 +17,8 @@ core=(build-essential cmake ninja-build pkg-config
 service=(librocksdb-dev libhiredis-dev)
 test=(libgtest-dev python3-numpy nftables libgmock-dev googletest libbenchmark-dev
       libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-      redis-server clang libclang-rt-14-dev python3 curl bc nginx openssl)
+      redis-server clang libclang-rt-14-dev python3 curl bc nginx openssl
+      pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv)
 bench=(wrk nginx libfaiss-dev postgresql-15 libpq-dev hyperfine)
 
 profiles=("$@")

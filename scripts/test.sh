@@ -2,9 +2,10 @@
 # Command 2 of the README: the whole test suite.
 #  1. Release build, every test (ctest: labels unit, threads, needs-redis,
 #     slow; cmake/tests.cmake), and the README's and docs' examples
-#     (scripts/doctest_docs.py, also a ctest), disk full under load on a
-#     small tmpfs (scripts/disk_full_test.sh), and short checked histories
-#     under faults (scripts/history/run_faults.sh, docs/history.md).
+#     (scripts/doctest_docs.py, also a ctest), the Python package's pytest
+#     suite (python/tests), disk full under load on a small tmpfs
+#     (scripts/disk_full_test.sh), and short checked histories under faults
+#     (scripts/history/run_faults.sh, docs/history.md).
 #  2. ASan+UBSan build, every test.
 #  3. TSan build, the tests labelled threads (their own threads, no server).
 #  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
@@ -18,6 +19,10 @@ step() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
 step "release build + tests"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+# The Python package (python/, docs/python.md) against build/python, with Debian's python3 (numpy,
+# pytest); one test installs it with pip into a venv. Release only: a sanitized module would need
+# the sanitizer runtime preloaded into python3.
+/usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
 # Disk full under load on a real tmpfs (SKIP where mounting is not allowed).
 scripts/disk_full_test.sh
 # Short checked histories under faults (docs/history.md): the embedded store with kill -9 and
