@@ -30,6 +30,9 @@ Result<std::unique_ptr<SketchArena>> SketchArena::InFile(const std::string& dir)
   if (fd < 0) {
     return Status::IOError("cannot create the sketch file in " + dir + ": " + std::strerror(errno));
   }
+  // Reads are single records at random places: read-ahead would only push
+  // other records out of the page cache.
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
   return std::unique_ptr<SketchArena>(new SketchArena(fd));
 }
 
