@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "io/input_stream.h"
 #include "util/compress.h"
 
 namespace {
@@ -402,6 +403,42 @@ TEST_F(CliTest, ProgressLinesGoToAnyStderr) {
   EXPECT_NE(err_.find("ETA"), std::string::npos) << err_;
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("u")), 0);
   EXPECT_EQ(err_.find("ETA"), std::string::npos) << "no progress lines off a terminal by default";
+}
+
+// Decompressed content of a file the CLI wrote (io/input_stream.h reads
+// gzip and zstd by content).
+std::string ReadAnyFile(const std::string& path) {
+  auto in = neardup::InputStream::Open(path);
+  EXPECT_TRUE(in.ok()) << path;
+  if (!in.ok()) return "";
+  std::string out;
+  char buf[1 << 16];
+  for (size_t got = 1; got > 0;) {
+    EXPECT_TRUE((*in)->Read(buf, sizeof buf, &got).ok()) << path;
+    out.append(buf, got);
+  }
+  return out;
+}
+
+// --output-shards and outputs compressed by their names: the shards hold
+// the kept records round robin, together exactly the plain run's output.
+TEST_F(CliTest, ShardedAndCompressedOutputs) {
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("plain") + " -d " + Path("plain.d")), 0) << err_;
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o '" + Path("part-{shard}.jsonl.zst") + "' --output-shards 3 -d " +
+                Path("d.gz")),
+            0)
+      << err_;
+  const auto plain = Lines(ReadFile(Path("plain")));
+  std::vector<std::vector<std::string>> shards;
+  for (int i = 0; i < 3; ++i) shards.push_back(Lines(ReadAnyFile(Path("part-0000" + std::to_string(i) + ".jsonl.zst"))));
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_LT(i / 3, shards[i % 3].size()) << i;
+    EXPECT_EQ(shards[i % 3][i / 3], plain[i]) << i;
+  }
+  EXPECT_EQ(shards[0].size() + shards[1].size() + shards[2].size(), plain.size());
+  EXPECT_EQ(ReadAnyFile(Path("d.gz")), ReadFile(Path("plain.d")));
+  EXPECT_EQ(Run("dedup -i " + kSample + " -o " + Path("x") + " --output-shards 2"), 2);
+  EXPECT_NE(err_.find("{shard}"), std::string::npos);
 }
 
 }  // namespace

@@ -30,7 +30,19 @@ struct DedupFlags {
   bool quiet = false;
   std::string annotate;         // --annotate FIELD: every record, with its decision in FIELD
   double progress_seconds = 0;  // --progress: a line every this many seconds (0: on a terminal only)
+  int output_shards = 1;        // --output-shards: --output holds "{shard}"
 };
+
+// --output with "{shard}" replaced by the shard's number (5 digits), when
+// there are several.
+std::string ShardPath(const std::string& output, int shard, int shards) {
+  if (shards == 1) return output;
+  char n[16];
+  std::snprintf(n, sizeof n, "%05d", shard);
+  std::string p = output;
+  p.replace(p.find("{shard}"), 7, n);
+  return p;
+}
 
 // Raw ids of kept documents by sequence number (kept sequence numbers only
 // grow, so a sorted vector + binary search; ids live in one arena).
@@ -190,13 +202,19 @@ class DedupRun {
 
   Status OpenOutputs(const std::vector<InputFile>& inputs) {
     for (const InputFile& in : inputs) {
-      for (const std::string* path : {&f_.output, &f_.duplicates, &f_.clusters, &f_.stats_json, &f_.in.rejects}) {
+      for (const std::string* path : {&f_.duplicates, &f_.clusters, &f_.stats_json, &f_.in.rejects}) {
         NEARDUP_RETURN_IF_ERROR(CheckNotInput(in.path, *path));
+      }
+      for (int i = 0; i < f_.output_shards; ++i) {
+        NEARDUP_RETURN_IF_ERROR(CheckNotInput(in.path, ShardPath(f_.output, i, f_.output_shards)));
       }
       total_bytes_ += in.size;
     }
     NEARDUP_RETURN_IF_ERROR(bad_.Open(f_.in, f_.quiet));
-    NEARDUP_ASSIGN_OR_RETURN(out_, OpenOutput(f_.output));
+    for (int i = 0; i < f_.output_shards; ++i) {
+      NEARDUP_ASSIGN_OR_RETURN(FilePtr shard, OpenOutput(ShardPath(f_.output, i, f_.output_shards)));
+      outs_.push_back(std::move(shard));
+    }
     if (!f_.duplicates.empty()) {
       NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(f_.duplicates));
     }
@@ -228,7 +246,7 @@ class DedupRun {
       t0 = std::chrono::steady_clock::now();
       WriteDecisions(first_sequence);
       counters_.write_s += Since(t0);
-      if (std::ferror(out_.get()) || (dups_ && std::ferror(dups_.get()))) break;  // reported by Finish
+      if (WriteFailed()) break;  // reported by Finish
       Progress(done_bytes_ + reader.input_bytes());
     }
     done_bytes_ += reader.input_bytes();
@@ -244,7 +262,9 @@ class DedupRun {
       Status s = FinishOutput(std::move(file), path);
       if (!s.ok() && rc == kExitOk) rc = Fail(s);
     };
-    finish(std::move(out_), f_.output);
+    for (size_t i = 0; i < outs_.size(); ++i) {
+      finish(std::move(outs_[i]), ShardPath(f_.output, static_cast<int>(i), f_.output_shards));
+    }
     finish(std::move(dups_), f_.duplicates);
     finish(std::move(clusters_file_), f_.clusters);
     const double seconds = elapsed();
@@ -259,6 +279,13 @@ class DedupRun {
   }
 
  private:
+  bool WriteFailed() const {
+    for (const FilePtr& o : outs_) {
+      if (std::ferror(o.get())) return true;
+    }
+    return dups_ && std::ferror(dups_.get());
+  }
+
   static double Since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -287,10 +314,12 @@ class DedupRun {
   }
 
   void WriteDecisions(uint64_t first_sequence) {
-    std::FILE* o = out_.get();
     for (size_t j = 0; j < texts_.size(); ++j) {
       const InputRecord& r = batch_[record_of_[j]];
       const DedupDecision& d = decisions_[j];
+      // Round robin over the shards, in output order: deterministic, even.
+      std::FILE* o = outs_[written_ % outs_.size()].get();
+      if (!f_.annotate.empty() || !d.duplicate) ++written_;
       if (!d.duplicate) kept_ids_.Add(first_sequence + j, r.id);
       const std::string_view of = d.duplicate ? kept_ids_.Find(d.duplicate_of) : std::string_view();
       if (!f_.annotate.empty()) {
@@ -343,7 +372,9 @@ class DedupRun {
   int threads_;
   std::chrono::steady_clock::time_point start_;
   BadLines bad_;
-  FilePtr out_, dups_, clusters_file_, stats_file_;
+  std::vector<FilePtr> outs_;  // --output, one per shard
+  uint64_t written_ = 0;       // records written to outs_
+  FilePtr dups_, clusters_file_, stats_file_;
   KeptIds kept_ids_;
   Clusters clusters_;
   Counters counters_;
@@ -366,6 +397,10 @@ int RunDedup(const DedupFlags& f) {
   options.recheck = f.recheck_options;
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
+  if (f.output_shards > 1 && f.output.find("{shard}") == std::string::npos) {
+    return Fail(Status::InvalidArgument("--output-shards " + std::to_string(f.output_shards) +
+                                        " needs \"{shard}\" in --output (e.g. kept/part-{shard}.jsonl.zst)"));
+  }
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
@@ -404,6 +439,10 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", f->output,
                   "Kept (unique) documents: their input lines, byte for byte ('-' = stdout)")
       ->required();
+  cmd->add_option("--output-shards", f->output_shards,
+                  "Split --output into N files, \"{shard}\" in its name replaced by 00000..N-1; records go "
+                  "round robin in output order. A name ending in .gz or .zst (any output) is compressed")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--annotate", f->annotate,
                   "Write every document to --output, not only the kept ones, with its decision in this "
                   "JSONL field: {\"kept\": true} or {\"kept\": false, \"duplicate_of\", \"similarity\", "

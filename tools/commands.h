@@ -20,6 +20,7 @@
 
 #include "io/input_stream.h"
 #include "io/jsonl.h"
+#include "io/output_file.h"
 #include "neardup/text/fingerprint.h"
 #include "neardup/text/idf.h"
 #include "neardup/dedup/near_dup_set.h"
@@ -272,9 +273,14 @@ inline Status CheckNotInput(const std::string& input, const std::string& output)
 }
 
 // '-' means stdout. Output is fully buffered.
+// A name ending in .gz or .zst is written compressed (io/output_file.h).
 inline Result<FilePtr> OpenOutput(const std::string& path) {
-  std::FILE* f = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::IOError("cannot create " + path + ": " + std::strerror(errno));
+  std::FILE* f = stdout;
+  if (path != "-") {
+    auto opened = OpenOutputFile(path);
+    if (!opened.ok()) return opened.status();
+    f = *opened;
+  }
   std::setvbuf(f, nullptr, _IOFBF, size_t{1} << 16);
   return FilePtr(f);
 }
