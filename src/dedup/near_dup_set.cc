@@ -146,6 +146,19 @@ struct KeyValueOps {
 };
 using KeyValueTable = internal::SegmentedTable<KeyValueSlot, KeyValueOps>;
 
+// kept id -> its sketch record's place and the record's bucket counts
+// (RecordFilter): 24 bytes, so most candidates are ruled out without a read.
+struct SketchSlot {
+  uint64_t key = 0;
+  uint64_t value = KeyValueSlot::kEmptyValue;
+  uint64_t counts = 0;
+};
+struct SketchSlotOps {
+  static uint64_t Hash(const SketchSlot& s) { return Murmur3Fmix64(s.key); }
+  static bool Empty(const SketchSlot& s) { return s.value == KeyValueSlot::kEmptyValue; }
+};
+using SketchTable = internal::SegmentedTable<SketchSlot, SketchSlotOps>;
+
 }  // namespace near_dup_set_internal
 using namespace near_dup_set_internal;
 using internal::SketchArena;
@@ -183,19 +196,64 @@ class RecordBuffers {
 };
 thread_local RecordBuffers t_record_buffers;
 
+// An exact test that rules a pair out before its record is read: the pair
+// rule's own size test (|A| < t·|B|), and, when both texts' whole n-gram
+// hash sets are in their sketches (the exact similarity), a bound from
+// hash-partitioned counts: |A ∩ B| <= sum over 16 buckets (hash & 15) of
+// min(|A_b|, |B_b|), so J <= I / (|A| + |B| - I). 4-bit counts; 15 means
+// "15 or more". A pair it rejects has similarity below the threshold, so the
+// decision is the one the records would give (oracle tests: near_dup_oracle_test.cc).
+struct RecordFilter {
+  bool on = false;          // the re-check decides and the document has a sketch
+  uint32_t shingles = 0;    // |A|
+  bool complete = false;    // A is whole in its sketch
+  uint64_t counts = 0;      // A's bucket counts (complete only)
+  double threshold = 0;
+
+  static uint64_t CountsOf(const uint32_t* mins, size_t n) {
+    uint64_t c = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int shift = 4 * static_cast<int>(mins[i] & 15);
+      if (((c >> shift) & 15) != 15) c += uint64_t{1} << shift;
+    }
+    return c;
+  }
+
+  // True if a kept text with `kept` shingles and these counts cannot reach
+  // the threshold.
+  bool Rejects(uint32_t kept, bool kept_complete, uint64_t kept_counts) const {
+    if (!on || kept == 0) return false;
+    const double smaller = std::min(shingles, kept), larger = std::max(shingles, kept);
+    if (smaller < threshold * larger) return true;  // DecidePair's first test, exactly
+    if (!complete || !kept_complete) return false;
+    uint32_t bound = 0;
+    for (int b = 0; b < 16; ++b) {
+      const uint32_t x = (counts >> (4 * b)) & 15, y = (kept_counts >> (4 * b)) & 15;
+      if (x == 15 && y == 15) return false;  // no bound from this bucket
+      bound += x == 15 ? y : y == 15 ? x : std::min(x, y);
+    }
+    const double union_low = static_cast<double>(shingles) + kept - bound;
+    // A margin keeps a rounding difference from ever rejecting a pair at
+    // exactly the threshold.
+    return static_cast<double>(bound) < (threshold - 1e-9) * union_low;
+  }
+};
+// The filter of the document a FindDuplicate on this thread is deciding.
+thread_local RecordFilter t_filter;
+
 }  // namespace
 
 class NearDupSet::Tables {
  public:
   KeyValueTable by_hash;      // content_hash -> kept id
-  KeyValueTable sketch_slot;  // kept id -> Place() of its record in `arena`
+  SketchTable sketch_slot;    // kept id -> Place() of its record in `arena`, and its counts
   std::unique_ptr<SketchArena> arena;
   AnchorTable anchors;
 
   // A record's place: its offset (40 bits), length in words (9 bits: records
   // are at most kMaxRecordWords < 2^9 words, so a place is never the empty
-  // mark) and its text's distinct n-gram count (15 bits, saturated), which
-  // rejects most candidates without reading their records (SizeRules()).
+  // mark) and its text's distinct n-gram count (15 bits, saturated), for
+  // RecordFilter.
   static constexpr uint32_t kShinglesUnknown = (1u << 15) - 1;
   static uint64_t Place(uint64_t offset, size_t words, uint32_t shingles) {
     return offset << 24 | uint64_t{words} << 15 | std::min(shingles, kShinglesUnknown);
@@ -205,34 +263,33 @@ class NearDupSet::Tables {
   static uint32_t ShinglesOf(uint64_t place) { return place & kShinglesUnknown; }
 
   // The slot of a kept id's sketch record, or null.
-  KeyValueSlot* SketchSlot(DocId id) {
-    return sketch_slot.Find(Murmur3Fmix64(id), [id](const KeyValueSlot& x) { return x.key == id; });
+  near_dup_set_internal::SketchSlot* SketchSlot(DocId id) {
+    return sketch_slot.Find(Murmur3Fmix64(id), [id](const near_dup_set_internal::SketchSlot& x) { return x.key == id; });
   }
-  const KeyValueSlot* SketchSlot(DocId id) const { return const_cast<Tables*>(this)->SketchSlot(id); }
+  const near_dup_set_internal::SketchSlot* SketchSlot(DocId id) const {
+    return const_cast<Tables*>(this)->SketchSlot(id);
+  }
   // *rec = the kept id's record (null if it has none), read into `buf`
   // (kMaxRecordWords) when the arena is a file.
   Status Record(DocId id, uint32_t* buf, const uint32_t** rec) const {
     *rec = nullptr;
-    const KeyValueSlot* s = SketchSlot(id);
+    const auto* s = SketchSlot(id);
     if (s == nullptr) return Status::OK();
     return arena->Read(OffsetOf(s->value), WordsOf(s->value), buf, rec);
   }
   // Record() for FindDuplicate: a file arena's record stays readable until
   // the thread's next FindDuplicate. *rejected (and no record) when the
-  // n-gram counts alone rule the pair out (`doc_shingles`, 0: not checked):
-  // DecidePair's first test, made before a file read.
-  Status Load(DocId id, uint32_t doc_shingles, double threshold, const uint32_t** rec, bool* rejected) const {
+  // filter rules the pair out without it.
+  Status Load(DocId id, const RecordFilter& filter, const uint32_t** rec, bool* rejected) const {
     *rec = nullptr;
     *rejected = false;
-    const KeyValueSlot* s = SketchSlot(id);
+    const auto* s = SketchSlot(id);
     if (s == nullptr) return Status::OK();
     const uint32_t kept = ShinglesOf(s->value);
-    if (doc_shingles != 0 && kept != 0 && kept != kShinglesUnknown && doc_shingles < kShinglesUnknown) {
-      const double smaller = std::min(doc_shingles, kept), larger = std::max(doc_shingles, kept);
-      if (smaller < threshold * larger) {
-        *rejected = true;
-        return Status::OK();
-      }
+    if (kept != kShinglesUnknown && filter.shingles < kShinglesUnknown &&
+        filter.Rejects(kept, kept <= kSketchSize, s->counts)) {
+      *rejected = true;
+      return Status::OK();
     }
     return arena->Read(OffsetOf(s->value), WordsOf(s->value), arena->in_file() ? t_record_buffers.Next() : nullptr,
                        rec);
@@ -312,6 +369,14 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   if (all) all->clear();
   t_record_buffers.Reset();
   const RecheckOptions& r = options_.recheck;
+  t_filter = RecordFilter{};
+  if (r.enabled && doc.has_sketch()) {
+    t_filter.on = true;
+    t_filter.shingles = doc.sketch.num_shingles;
+    t_filter.complete = doc.sketch.complete();
+    if (t_filter.complete) t_filter.counts = RecordFilter::CountsOf(doc.sketch.mins.data(), doc.sketch.mins.size());
+    t_filter.threshold = r.threshold;
+  }
   const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
   const bool use_anchors = r.enabled && r.anchors > 0 && sketches;
   // The anchor slots are random reads: request them all before the first.
@@ -343,7 +408,7 @@ Status NearDupSet::ExactAnswer(const DocSignature& doc, std::vector<DocId>& exac
   for (DocId id : exact_ids) {
     const uint32_t* rec = nullptr;
     bool rejected = false;
-    if (doc.has_sketch()) NEARDUP_RETURN_IF_ERROR(t_->Load(id, SizeRule(doc), options_.recheck.threshold, &rec, &rejected));
+    if (doc.has_sketch()) NEARDUP_RETURN_IF_ERROR(t_->Load(id, t_filter, &rec, &rejected));
     if (rejected) continue;
     DuplicateMatch m;
     if (!Accept(doc, Match{id, doc.fingerprint, 0}, rec, &m)) continue;
@@ -363,7 +428,7 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
   for (const Match& c : candidates) {
     const uint32_t* rec = nullptr;
     bool rejected = false;
-    if (sketches) NEARDUP_RETURN_IF_ERROR(t_->Load(c.id, SizeRule(doc), options_.recheck.threshold, &rec, &rejected));
+    if (sketches) NEARDUP_RETURN_IF_ERROR(t_->Load(c.id, t_filter, &rec, &rejected));
     if (!rejected) out->emplace_back(c, rec);
   }
   return Status::OK();
@@ -399,7 +464,7 @@ Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<Sket
   for (DocId id : ids) {
     const uint32_t* rec = nullptr;
     bool rejected = false;
-    NEARDUP_RETURN_IF_ERROR(t_->Load(id, SizeRule(doc), options_.recheck.threshold, &rec, &rejected));
+    NEARDUP_RETURN_IF_ERROR(t_->Load(id, t_filter, &rec, &rejected));
     if (rec == nullptr) continue;
     // The header and the sketch values: up to 5 cache lines (reading the
     // record's length first would wait for the first of them).
@@ -446,11 +511,6 @@ void NearDupSet::RankAccepted(const DocSignature& doc, const std::vector<Sketche
   if (!best->has_value()) *best = best_near;
 }
 
-// The n-gram count for Load's size test: only when the pair rule would make
-// it (the re-check on and a sketch on the document's side).
-uint32_t NearDupSet::SizeRule(const DocSignature& doc) const {
-  return options_.recheck.enabled && doc.has_sketch() ? doc.sketch.num_shingles : 0;
-}
 
 bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
   return doc.has_sketch() &&
@@ -486,7 +546,9 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
   const uint32_t* anchors = rec.data() + kRecHeader + rec[kRecCount];
   for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Add(anchors[i], id, cap);
-  t_->sketch_slot.Insert(Murmur3Fmix64(id), KeyValueSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles)});
+  const uint64_t counts = doc.sketch.complete() ? RecordFilter::CountsOf(doc.sketch.mins.data(), doc.sketch.mins.size()) : 0;
+  t_->sketch_slot.Insert(Murmur3Fmix64(id),
+                         SketchSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles), counts});
   return Status::OK();
 }
 
@@ -524,14 +586,16 @@ bool NearDupSet::Remove(DocId id, const DocSignature& doc) {
   if (entry == nullptr) return false;
   t_->by_hash.Erase(entry);
   if (doc.has_features) index_->Remove(id);
-  if (KeyValueSlot* slot = t_->SketchSlot(id); slot != nullptr) RemoveRecord(id, slot);
+  RemoveRecord(id);
   --size_;
   return true;
 }
 
 // A record that cannot be read back (a file's I/O error) leaves its anchor
 // postings behind: harmless, as a posting without a record is skipped.
-void NearDupSet::RemoveRecord(DocId id, KeyValueSlot* slot) {
+void NearDupSet::RemoveRecord(DocId id) {
+  SketchSlot* slot = t_->SketchSlot(id);
+  if (slot == nullptr) return;
   const uint64_t offset = Tables::OffsetOf(slot->value);
   const size_t words = Tables::WordsOf(slot->value);
   std::array<uint32_t, kMaxRecordWords> buf;
@@ -548,7 +612,7 @@ void NearDupSet::RemoveRecord(DocId id, KeyValueSlot* slot) {
   Tables& t = *t_;
   (void)t.arena->Evacuate(static_cast<uint64_t>(evacuate), RecordSize, [&t](uint64_t old, const uint32_t* r) -> int64_t {
     const DocId rid = r[kRecIdLo] | (uint64_t{r[kRecIdHi]} << 32);
-    KeyValueSlot* s = t.SketchSlot(rid);
+    SketchSlot* s = t.SketchSlot(rid);
     if (s == nullptr || Tables::OffsetOf(s->value) != old) return 0;
     const size_t n = RecordSize(r);
     uint64_t moved = 0;

@@ -50,10 +50,6 @@
 
 namespace neardup {
 
-namespace internal {
-struct KeyValueSlot;
-}  // namespace internal
-
 class NearDupSet {
  public:
   // kInvalidArgument for k out of range or bad index options; kIOError if
@@ -121,9 +117,8 @@ class NearDupSet {
                     const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
                     std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
-  uint32_t SizeRule(const DocSignature& doc) const;
   size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const;
-  void RemoveRecord(DocId id, internal::KeyValueSlot* slot);
+  void RemoveRecord(DocId id);
 
   NearDupOptions options_;
   std::unique_ptr<HammingIndex> index_;
