@@ -1255,15 +1255,26 @@ class RedisClusterEngine final : public Engine {
     }
   }
 
-  // The keys of the anchors after our first `anchors` (only their kept marks
-  // matter: no check appends there).
+  // The keys of every anchor again, the later ones for the first time.
+  // Everything but the decided marks comes from this round: a record is
+  // skipped behind a stop key only for a decided mark read in the first
+  // round, and a kept document writes its decided marks only after its kept
+  // marks are acknowledged, so this round, which starts after the first
+  // has ended, sees those kept marks under the anchors we probe. Taken from
+  // one round, a decided mark read late on one master and a kept mark read
+  // early on another could both be missed (a redirect retried in a later
+  // round, a stalled node).
   Status ReadMoreAnchors(const CheckRun& run, AnchorScan* scan, size_t* records) {
     std::vector<RedisCommand> cmds;
-    AddAnchorReads(run, run.PrefixesOf(run.anchors.size(), run.all_anchors.size(), run.prefixes), &cmds);
+    AddAnchorReads(run, run.PrefixesOf(0, run.all_anchors.size(), {}), &cmds);
     std::vector<RedisReply> r;
-    if (!cmds.empty()) NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
-    scan->read = run.all_anchors.size();
-    return ScanAnchors(run, r, scan, records);
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
+    AnchorScan late(run.all_anchors.size());
+    late.read = run.all_anchors.size();
+    NEARDUP_RETURN_IF_ERROR(ScanAnchors(run, r, &late, records));
+    late.decided = std::move(scan->decided);
+    *scan = std::move(late);
+    return Status::OK();
   }
 
   // Step 3, Look: the kept, unexpired candidates are the matches. Our own earlier
