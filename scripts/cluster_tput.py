@@ -29,6 +29,10 @@ try:
         line = p.stdout.readline()
         ports.append(int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1)))
         procs.append(p)
+    # Namespaces are made by PUT (auto-create is off by default).
+    put = http.client.HTTPConnection("127.0.0.1", ports[0], timeout=30)
+    put.request("PUT", "/v1/namespaces/t", body="{}")
+    put.getresponse().read()
     count = [0]
     stop = [False]
     mu = threading.Lock()
