@@ -206,6 +206,8 @@ def final_reads(rec, args, ids):
 def create_namespace(args):
     settings = {"threshold": args.threshold, "shingle_size": args.shingle_size,
                 "retention_seconds": 30 * 86400}
+    # e.g. {"recheck": {"anchor_max_postings": 4}}: stop keys within a short run
+    settings.update(json.loads(args.settings) if args.settings else {})
     ns = urllib.parse.quote(args.namespace, safe="")
     status, body = Client(args.timeout).request(args.url[0], "PUT", f"/v1/namespaces/{ns}", settings)
     if status not in (200, 201):
@@ -232,6 +234,8 @@ def main():
     ap.add_argument("--read-seconds", type=float, default=60, help="bound of the final-read phase")
     ap.add_argument("--faults", help="the fault driver's JSON-lines log, merged at the end")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--settings", help="JSON merged into the namespace settings, e.g. "
+                    "'{\"recheck\": {\"anchor_max_postings\": 4}}' (stop keys within a short run)")
     ap.add_argument("--prefix", default="")
     args = ap.parse_args()
     if args.min_group < 1 or args.max_group < args.min_group:

@@ -41,6 +41,9 @@ out=${out:-$work}
 mkdir -p "$out"
 flog=$out/faults.jsonl
 : >"$flog"
+# One nft table per base port: a concurrent run on another base (another checkout's
+# scripts/test.sh) never deletes this run's partition.
+nft_table=neardup_partition_$base
 seeds=$(for i in 0 1 2 3 4 5; do printf '127.0.0.1:%d,' $((base + i)); done)
 store="redis-cluster://${seeds%,}"
 ports=($((base + 100)) $((base + 101)))
@@ -66,7 +69,7 @@ start_instance() {
 }
 
 stop_all() {
-  nft delete table inet neardup_partition 2>/dev/null || true
+  nft delete table inet "$nft_table" 2>/dev/null || true
   for i in 0 1; do
     [[ -f $work/serve$i.pid ]] && kill -CONT "$(cat "$work/serve$i.pid")" 2>/dev/null || true
     [[ -f $work/serve$i.pid ]] && kill "$(cat "$work/serve$i.pid")" 2>/dev/null || true
@@ -125,11 +128,11 @@ fault_partition() {
   read -r victim vid < <(masters "$p" | shuf -n1)
   replica=$(redis-cli -p "$p" cluster nodes | awk -v m="$vid" '$4 == m {split($2, a, "[:@]"); print a[2]}' | head -1)
   log_fault "partition instance 1 from $victim ${replica:-}"
-  nft add table inet neardup_partition
-  nft add chain inet neardup_partition out '{ type filter hook output priority 0; }'
-  nft add rule inet neardup_partition out meta skuid nobody tcp dport "{ $victim${replica:+, $replica} }" drop
+  nft add table inet "$nft_table"
+  nft add chain inet "$nft_table" out '{ type filter hook output priority 0; }'
+  nft add rule inet "$nft_table" out meta skuid nobody tcp dport "{ $victim${replica:+, $replica} }" drop
   sleep 5
-  nft delete table inet neardup_partition
+  nft delete table inet "$nft_table"
   log_fault "partition healed"
 }
 

@@ -387,11 +387,14 @@ struct Candidate {
   // candidate in any state, as in the embedded store.
   bool by_anchor = false;
   // Found only through a check's record under an anchor that is a stop key
-  // for the document: a candidate only while pending (a concurrent check,
-  // which the protocol must settle); once decided, the embedded store would
-  // not find it there either.
-  bool pending_only = false;
-  uint32_t stop_anchor = 0;  // pending_only: the anchor it was found under
+  // for the document, with no decided mark: its check had not finished when
+  // we read (a concurrent check, which the protocol must settle). A
+  // candidate while pending or kept: kept, its kept marks under the anchors
+  // we probe may not have landed yet, so that is no proof that the embedded
+  // store, deciding it first, would not have found it (issue 16: both were
+  // kept). Rejected or deleted, never a match.
+  bool in_flight = false;
+  uint32_t stop_anchor = 0;  // in_flight: the anchor it was found under
   bool have_meta = false;
   Meta meta;
   RecordStatus status;
@@ -489,11 +492,11 @@ struct CheckRun {
 };
 
 // How a candidate was found: its distance (-1 when not within read_radius)
-// and the Candidate flags by_anchor and pending_only.
+// and the Candidate flags by_anchor and in_flight.
 struct Seen {
   int distance = -1;
   bool by_anchor = false;
-  bool pending_only = false;
+  bool in_flight = false;
   uint32_t stop_anchor = 0;
 };
 using SeenIds = std::unordered_map<uint64_t, Seen>;
@@ -518,14 +521,19 @@ Status ScanBuckets(const CheckRun& run, std::span<const RedisReply> replies, See
 // anchors before it is decided (what the protocol's exactly-one argument
 // needs); a kept mark (id bit 63), appended once the document is kept, under
 // the anchors the embedded store would file it under; and a decided mark
-// (bit 62) under its other first anchors once its status is set (by itself,
-// or lazily by a reader that read the status). Stop keys count kept marks
+// (bit 62) under every one of its first anchors once its status is set and,
+// when kept, once every kept mark is acknowledged (by itself; lazily by a
+// reader only for a rejected or deleted record). Stop keys count kept marks
 // only, as the embedded store counts kept documents: duplicates, rejected
 // attempts and checks in flight never make an anchor a stop key (they did
 // before issue 16, so the 17th repost of a text, later the 65th, stopped
 // its own anchors and was kept again). Decided marks keep the records
-// behind a stop key from being read again and again: only undecided ones
-// can be concurrent checks.
+// behind a stop key from being read again and again: only unmarked ones
+// can be concurrent checks. Only a decided mark says "decided": a kept
+// mark lands in the same round as the document's other kept marks, so
+// seeing one under a stop key says nothing of the others (issue 16: a
+// reader skipped a kept document through it and missed its mark under an
+// anchor it probes; both were kept).
 constexpr uint64_t kKeptMark = uint64_t{1} << 63;
 constexpr uint64_t kDecidedMark = uint64_t{1} << 62;
 
@@ -558,7 +566,7 @@ Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, Anc
         if (first) scan->appended[a].push_back(id);
         continue;
       }
-      if (first) scan->decided[a].insert(id);
+      if (first && (raw & kDecidedMark) != 0) scan->decided[a].insert(id);
       if ((raw & kKeptMark) != 0 && kept.size() <= cap && std::find(kept.begin(), kept.end(), id) == kept.end()) {
         kept.push_back(id);
       }
@@ -591,8 +599,8 @@ bool ChooseAnchors(const CheckRun& run, const AnchorScan& scan, std::vector<size
 
 // The anchor candidates: kept documents filed under a probed anchor and
 // checks that appended one (in any state: as the embedded store finds
-// them), and undecided checks that appended a stop key of ours
-// (pending_only: settled by the protocol while in flight, else ignored).
+// them), and checks that appended a stop key of ours with no decided mark
+// there yet (in_flight: unfinished when read; settled by the protocol).
 void AddAnchorCandidates(const CheckRun& run, const AnchorScan& scan, const std::vector<size_t>& probe,
                          SeenIds* seen) {
   std::vector<bool> probed(run.all_anchors.size(), false);
@@ -605,7 +613,7 @@ void AddAnchorCandidates(const CheckRun& run, const AnchorScan& scan, const std:
       for (uint64_t id : scan.appended[a]) {
         if (scan.decided[a].count(id) != 0) continue;
         Seen& s = (*seen)[id];
-        s.pending_only = true;
+        s.in_flight = true;
         s.stop_anchor = run.all_anchors[a];
       }
     }
@@ -647,7 +655,7 @@ void FilterByPairRule(CheckRun& run) {
     // Found in a bucket within the read radius: a candidate only within the
     // pair's own radius (or through an anchor).
     const bool either_short = IsShortText(rc, run.sig.num_chars) || IsShortText(rc, c.meta.sig.num_chars);
-    const bool anchored = c.by_anchor || (c.pending_only && c.status.pending());
+    const bool anchored = c.by_anchor || (c.in_flight && (c.status.pending() || c.status.kept()));
     return !(c.distance <= run.k || anchored ||
              (run.sketched && either_short && c.distance <= std::max(run.k, rc.short_k)));
   });
@@ -1230,7 +1238,7 @@ class RedisClusterEngine final : public Engine {
       c.iid = id;
       c.distance = found.distance;
       c.by_anchor = found.by_anchor;
-      c.pending_only = found.pending_only;
+      c.in_flight = found.in_flight;
       c.stop_anchor = found.stop_anchor;
       run.cands.push_back(std::move(c));
     }
@@ -1247,15 +1255,26 @@ class RedisClusterEngine final : public Engine {
     }
   }
 
-  // The keys of the anchors after our first `anchors` (only their kept marks
-  // matter: no check appends there).
+  // The keys of every anchor again, the later ones for the first time.
+  // Everything but the decided marks comes from this round: a record is
+  // skipped behind a stop key only for a decided mark read in the first
+  // round, and a kept document writes its decided marks only after its kept
+  // marks are acknowledged, so this round, which starts after the first
+  // has ended, sees those kept marks under the anchors we probe. Taken from
+  // one round, a decided mark read late on one master and a kept mark read
+  // early on another could both be missed (a redirect retried in a later
+  // round, a stalled node).
   Status ReadMoreAnchors(const CheckRun& run, AnchorScan* scan, size_t* records) {
     std::vector<RedisCommand> cmds;
-    AddAnchorReads(run, run.PrefixesOf(run.anchors.size(), run.all_anchors.size(), run.prefixes), &cmds);
+    AddAnchorReads(run, run.PrefixesOf(0, run.all_anchors.size(), {}), &cmds);
     std::vector<RedisReply> r;
-    if (!cmds.empty()) NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
-    scan->read = run.all_anchors.size();
-    return ScanAnchors(run, r, scan, records);
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r));
+    AnchorScan late(run.all_anchors.size());
+    late.read = run.all_anchors.size();
+    NEARDUP_RETURN_IF_ERROR(ScanAnchors(run, r, &late, records));
+    late.decided = std::move(scan->decided);
+    *scan = std::move(late);
+    return Status::OK();
   }
 
   // Step 3, Look: the kept, unexpired candidates are the matches. Our own earlier
@@ -1296,7 +1315,7 @@ class RedisClusterEngine final : public Engine {
     std::vector<RedisCommand> cmds = {
         SetCmd(StatKey(n, run.iid), FormatStatus(mine), run.doc_exp, /*nx=*/!always, /*get=*/true)};
     // A duplicate is decided by this very SET: its marks may ride along.
-    if (!keep) AddDecidedMarks(run, /*kept=*/false, &cmds);
+    if (!keep) AddDecidedMarks(run, &cmds);
     std::vector<RedisReply> r;
     NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(cmds, &r, Durable()));
     NEARDUP_RETURN_IF_ERROR(ReplyError(r[0], "SET status"));
@@ -1314,10 +1333,18 @@ class RedisClusterEngine final : public Engine {
     std::vector<RedisCommand> after = {SetCmd(IdKey(n, run.doc.id), std::to_string(run.iid), run.doc_exp, false, false),
                                        Cmd({"HINCRBY", CountersKey(n), "inserted", "1"})};
     AddKeptMarks(run, &after);
-    AddDecidedMarks(run, /*kept=*/true, &after);
     if (!run.kept.empty()) after.push_back(Cmd({"HINCRBY", CountersKey(n), "duplicates", "1"}));
     std::vector<RedisReply> r;
-    return client_->ExecuteBatch(after, &r, Durable());
+    NEARDUP_RETURN_IF_ERROR(client_->ExecuteBatch(after, &r, Durable()));
+    if (!Step("marked")) return AbandonedStatus();
+    // Only now, with every kept mark on a replica: a reader that skips our
+    // record behind a stop key through a decided mark finds our kept marks
+    // under the anchors it probes. Best effort: without them readers read
+    // our status instead (and take "K" as a match).
+    std::vector<RedisCommand> decided;
+    AddDecidedMarks(run, &decided);
+    (void)client_->ExecuteBatch(decided, &r);
+    return Status::OK();
   }
 
   // Our kept marks (kKeptMark) under the anchors the embedded store would
@@ -1344,15 +1371,13 @@ class RedisClusterEngine final : public Engine {
     }
   }
 
-  // Our decided marks: under each of our first `anchors` anchors that gets
-  // no kept mark. Only once our status is set (a mark is never read as
-  // "not in flight" while we are). The keys exist (step 1).
-  void AddDecidedMarks(const CheckRun& run, bool kept, std::vector<RedisCommand>* cmds) const {
+  // Our decided marks: under each of our first `anchors` anchors. Only once
+  // our status is set (a mark is never read as "not in flight" while we
+  // are) and, when kept, our kept marks are acknowledged (Publish). The keys
+  // exist (step 1).
+  void AddDecidedMarks(const CheckRun& run, std::vector<RedisCommand>* cmds) const {
     const int64_t w = run.n.Window(run.ts);
-    for (uint32_t a : run.anchors) {
-      if (kept && std::find(run.filed.begin(), run.filed.end(), a) != run.filed.end()) continue;
-      cmds->push_back(MarkCmd(run.n, a, run.iid | kDecidedMark, w));
-    }
+    for (uint32_t a : run.anchors) cmds->push_back(MarkCmd(run.n, a, run.iid | kDecidedMark, w));
   }
 
   static RedisCommand MarkCmd(const NsInfo& n, uint32_t anchor, uint64_t id_bits, int64_t w) {
@@ -1363,14 +1388,17 @@ class RedisClusterEngine final : public Engine {
   }
 
   // Readers' decided marks, for records behind a stop key whose status they
-  // read decided (their check died before marking, or marked nothing: they
-  // were appended before the anchor became a stop key). Best effort, under
-  // our own window's key of that anchor (it exists: we appended to it).
+  // read rejected or deleted (their check died before marking). Best effort,
+  // under our own window's key of that anchor (it exists: we appended to
+  // it). Never for a kept record: its own kept marks may not have landed
+  // (it is between its "K" and its marks, or paused there by SIGSTOP), and
+  // a mark from us would let a third check skip it and miss it (issue 16).
   void MarkDecidedLazily(const CheckRun& run) {
     if (!run.store) return;
     std::vector<RedisCommand> cmds;
     for (const Candidate& c : run.cands) {
-      if (c.pending_only && !c.by_anchor && !c.status.pending()) {
+      const bool never_a_match = !c.status.pending() && !c.status.kept();
+      if (c.in_flight && !c.by_anchor && never_a_match) {
         cmds.push_back(MarkCmd(run.n, c.stop_anchor, c.iid | kDecidedMark, run.n.Window(run.ts)));
       }
     }

@@ -85,7 +85,8 @@ struct RedisEngineOptions {
   int retry_budget_ms = 15000;          // per Redis call, across redirections and CLUSTERDOWN
   std::function<int64_t()> clock_ms;    // tests inject time; default: system clock
   // Tests: called between protocol steps ("appended", "read", "resolved",
-  // "committed"); returning false abandons the check right there, as if the
+  // "committed", "marked": a kept check's kept marks written, its decided
+  // marks not yet); returning false abandons the check right there, as if the
   // process died (nothing more is written; the answer is kUnavailable).
   std::function<bool(std::string_view step)> step_hook;
 };
