@@ -194,6 +194,14 @@ def main():
         servers = [Server(args.cli, uri, f"{work}/serve{i}.log") for i in range(2)]
         for s in servers:
             s.start()
+        # Namespaces are not auto-created (the default since issue 15): without
+        # this every check is a 404 and nothing is measured.
+        c = http.client.HTTPConnection("127.0.0.1", servers[0].port, timeout=30)
+        c.request("PUT", "/v1/namespaces/failover", body="{}", headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        if r.status not in (200, 201):
+            sys.exit(f"cannot create the namespace: HTTP {r.status}")
         load = Load([s.port for s in servers], args.threads)
         for t in load.threads:
             t.start()
