@@ -36,11 +36,6 @@ Result<std::unique_ptr<SketchArena>> SketchArena::InFile(const std::string& dir)
   return std::unique_ptr<SketchArena>(new SketchArena(fd));
 }
 
-Status SketchArena::WriteError(int err) {
-  const std::string what = std::string("sketch file write failed: ") + std::strerror(err);
-  return err == ENOSPC || err == EDQUOT || err == EFBIG ? Status::StorageFull(what) : Status::IOError(what);
-}
-
 Status SketchArena::Append(const uint32_t* rec, size_t n, uint64_t* offset) {
   if (chunks_.empty() || chunks_[tail_].end + n > kChunkWords) NewTail();
   Chunk& c = chunks_[tail_];
@@ -49,7 +44,7 @@ Status SketchArena::Append(const uint32_t* rec, size_t n, uint64_t* offset) {
     const size_t bytes = n * sizeof(uint32_t);
     const off_t pos = static_cast<off_t>(at * sizeof(uint32_t));
     const ssize_t w = ::pwrite(fd_, rec, bytes, pos);
-    if (w != static_cast<ssize_t>(bytes)) return WriteError(w < 0 ? errno : ENOSPC);
+    if (w != static_cast<ssize_t>(bytes)) return FileWriteError("sketch file write failed", w < 0 ? errno : ENOSPC);
   } else {
     std::copy(rec, rec + n, c.words.get() + c.end);
   }

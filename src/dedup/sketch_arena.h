@@ -81,7 +81,6 @@ class SketchArena {
   explicit SketchArena(int fd);
   void NewTail();
   void FreeChunk(uint64_t c);
-  static Status WriteError(int err);
 
   int fd_ = -1;
   std::vector<Chunk> chunks_;

@@ -54,10 +54,7 @@ bool Decode(std::string_view body, StoredDocument* d) {
   return true;
 }
 
-Status IoError(const char* what, int err) {
-  const std::string m = std::string("rebuild spill file: ") + what + ": " + std::strerror(err);
-  return err == ENOSPC || err == EDQUOT ? Status::StorageFull(m) : Status::IOError(m);
-}
+Status IoError(const char* what, int err) { return FileWriteError(std::string("rebuild spill file: ") + what, err); }
 
 }  // namespace
 

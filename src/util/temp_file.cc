@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 namespace neardup {
 
@@ -15,6 +16,11 @@ int OpenUnnamedFile(const std::string& dir) {
   fd = ::mkostemp(name.data(), O_CLOEXEC);
   if (fd >= 0) ::unlink(name.c_str());
   return fd;
+}
+
+Status FileWriteError(const std::string& what, int err) {
+  const std::string m = what + ": " + std::strerror(err);
+  return err == ENOSPC || err == EDQUOT || err == EFBIG ? Status::StorageFull(m) : Status::IOError(m);
 }
 
 }  // namespace neardup

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "neardup/util/status.h"
+
 namespace neardup {
 
 // A read-write descriptor of a new, empty file in `dir` with no name:
@@ -12,6 +14,10 @@ namespace neardup {
 // once. Either way it vanishes with its last descriptor. -1 and errno set on
 // failure.
 int OpenUnnamedFile(const std::string& dir);
+
+// The status of a failed write to such a file: kStorageFull when the file
+// system (or the process's file size limit) has no room, kIOError otherwise.
+Status FileWriteError(const std::string& what, int err);
 
 }  // namespace neardup
 
