@@ -31,7 +31,7 @@ metrics() {
   curl -s 127.0.0.1:$PORT/metrics | awk '
     /^neardup_documents /{d=$2} /^neardup_process_resident_memory_bytes /{r=$2}
     /^neardup_engine_memory_bytes /{e=$2} /^neardup_sketch_file_bytes /{s=$2} /^neardup_store_disk_bytes /{k=$2}
-    END{printf "docs %d rss %.0f engine %.0f sketch_file %.0f store_disk %.0f rss/doc %.0f engine/doc %.0f",
+    END{printf "docs %.0f rss %.0f engine %.0f sketch_file %.0f store_disk %.0f rss/doc %.0f engine/doc %.0f",
         d, r, e, s, k, r/(d+1), e/(d+1)}'
 }
 start() {  # start [binary] <flags...>; sets PID and STARTUP_S
