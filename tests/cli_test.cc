@@ -366,6 +366,62 @@ TEST_F(CliTest, ManyInputsErrors) {
 
 // --annotate: every record once, in input order, with the decision the
 // duplicates file gives; the kept ones are exactly the plain run's output.
+// A crawl split in three runs, each loading the kept documents the earlier
+// ones saved, decides every document as one run over the whole crawl does.
+TEST_F(CliTest, SavedIndexesMakeSplitRunsEqualOneRun) {
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  auto part = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i) s += lines[i] + "\n";
+    return s;
+  };
+  const size_t n = lines.size();
+  WriteFile(Path("p0"), part(0, n / 3));
+  WriteFile(Path("p1"), part(n / 3, 2 * n / 3));
+  WriteFile(Path("p2"), part(2 * n / 3, n));
+  const std::string flags = " --threshold 0.5 --shingle-size 4";
+  ASSERT_EQ(Run("dedup -i " + kSample + flags + " -o " + Path("one") + " -d " + Path("one.d")), 0) << err_;
+  std::string kept, dups;
+  for (int i = 0; i < 3; ++i) {
+    std::string args = "dedup -i " + Path("p" + std::to_string(i)) + flags + " -o " + Path("k") + " -d " + Path("d") +
+                       " --save-index " + Path("idx" + std::to_string(i));
+    for (int j = 0; j < i; ++j) args += " --load-index " + Path("idx" + std::to_string(j));
+    ASSERT_EQ(Run(args), 0) << err_;
+    kept += ReadFile(Path("k"));
+    dups += ReadFile(Path("d"));
+  }
+  EXPECT_EQ(kept, ReadFile(Path("one")));
+  EXPECT_EQ(dups, ReadFile(Path("one.d")));
+  EXPECT_NE(ReadFile(Path("idx2/manifest.json")).find("\"shingle_size\": 4"), std::string::npos);
+  // Other n-grams are refused, and nothing is written.
+  EXPECT_EQ(Run("dedup -i " + Path("p2") + " --load-index " + Path("idx0") + " -o " + Path("x")), 1);
+  EXPECT_NE(err_.find("--shingle-size 4"), std::string::npos) << err_;
+  EXPECT_FALSE(std::filesystem::exists(Path("x")));
+}
+
+TEST_F(CliTest, DamagedSavedIndexIsAnErrorAndWritesNothing) {
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("k") + " --save-index " + Path("idx")), 0) << err_;
+  const std::string good = ReadFile(Path("idx/kept.ndk"));
+  std::filesystem::create_directories(Path("bad"));
+  for (size_t at : {size_t{3}, size_t{40}, good.size() / 2, good.size() - 12, good.size() - 1}) {
+    std::string flipped = good;
+    flipped[at] ^= 0x10;
+    WriteFile(Path("bad/kept.ndk"), flipped);
+    EXPECT_EQ(Run("dedup -i " + kSample + " --load-index " + Path("bad") + " -o " + Path("x")), 1) << at;
+    EXPECT_NE(err_.find("bad/kept.ndk"), std::string::npos) << err_;
+    EXPECT_FALSE(std::filesystem::exists(Path("x"))) << at;
+  }
+  WriteFile(Path("bad/kept.ndk"), good.substr(0, good.size() - 100));
+  EXPECT_EQ(Run("dedup -i " + kSample + " --load-index " + Path("bad") + " -o " + Path("x")), 1);
+  EXPECT_EQ(Run("dedup -i " + kSample + " --load-index " + Path("idx") + " --save-index " + Path("idx/") + " -o " +
+                Path("x")),
+            2);
+  // A run that fails (every line bad) saves nothing.
+  WriteFile(Path("junk"), "not json\n");
+  EXPECT_EQ(Run("dedup -i " + Path("junk") + " -o " + Path("x") + " --save-index " + Path("none")), 4);
+  EXPECT_FALSE(std::filesystem::exists(Path("none/kept.ndk")));
+}
+
 TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("kept") + " -d " + Path("d")), 0) << err_;
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("ann") + " --annotate neardup"), 0) << err_;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "commands.h"
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
+#include "neardup/dedup/kept_file.h"
 
 namespace neardup::cli {
 namespace {
@@ -31,7 +33,18 @@ struct DedupFlags {
   std::string annotate;         // --annotate FIELD: every record, with its decision in FIELD
   double progress_seconds = 0;  // --progress: a line every this many seconds (0: on a terminal only)
   int output_shards = 1;        // --output-shards: --output holds "{shard}"
+  std::vector<std::string> load_index;  // --load-index: earlier runs' kept documents, in this order
+  std::string save_index;               // --save-index: this run's kept documents
 };
+
+// The kept-document file and its description inside a --save-index /
+// --load-index directory.
+std::string KeptFilePath(const std::string& dir) { return (std::filesystem::path(dir) / "kept.ndk").string(); }
+std::string ManifestPath(const std::string& dir) { return (std::filesystem::path(dir) / "manifest.json").string(); }
+
+KeptFileScheme SchemeOf(const Deduplicator& dedup) {
+  return {dedup.scheme_id(), static_cast<uint32_t>(dedup.options().recheck.shingle_size)};
+}
 
 // --output with "{shard}" replaced by the shard's number (5 digits), when
 // there are several.
@@ -200,6 +213,18 @@ class DedupRun {
   const Counters& counters() const { return counters_; }
   BadLines& bad() { return bad_; }
 
+  // Adds the kept documents saved in `dir` by an earlier run: later
+  // documents are judged against them, and a duplicate of one names its id.
+  Status LoadKept(const std::string& dir) {
+    NEARDUP_ASSIGN_OR_RETURN(const uint64_t n, ReadKeptFile(KeptFilePath(dir), SchemeOf(dedup_),
+                                                           [&](std::string_view id, const DocSignature& sig) {
+                                                             kept_ids_.Add(dedup_.next_sequence(), id);
+                                                             return dedup_.AddKept(sig);
+                                                           }));
+    loaded_ += n;
+    return Status::OK();
+  }
+
   Status OpenOutputs(const std::vector<InputFile>& inputs) {
     for (const InputFile& in : inputs) {
       for (const std::string* path : {&f_.duplicates, &f_.clusters, &f_.stats_json, &f_.in.rejects}) {
@@ -224,7 +249,14 @@ class DedupRun {
     if (!f_.stats_json.empty()) {
       NEARDUP_ASSIGN_OR_RETURN(stats_file_, OpenOutput(f_.stats_json));
     }
+    if (!f_.save_index.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(f_.save_index, ec);
+      if (ec) return Status::IOError("cannot create --save-index directory " + f_.save_index + ": " + ec.message());
+      NEARDUP_ASSIGN_OR_RETURN(saved_, KeptFileWriter::Create(KeptFilePath(f_.save_index), SchemeOf(dedup_)));
+    }
     files_ = inputs.size();
+    for (const InputFile& in : inputs) input_names_.push_back(in.path);
     return Status::OK();
   }
 
@@ -275,7 +307,13 @@ class DedupRun {
     }
     if (!f_.quiet) PrintSummary(dedup_, counters_, seconds);
     const int bad_rc = bad_.Finish(dedup_.stats().documents);
-    return rc != kExitOk ? rc : bad_rc;
+    if (rc != kExitOk) return rc;
+    if (bad_rc != kExitOk) return bad_rc;  // no --save-index from a run that failed
+    if (saved_) {
+      Status s = save_failed_.ok() ? SaveFinish() : save_failed_;
+      if (!s.ok()) return Fail(s);
+    }
+    return kExitOk;
   }
 
  private:
@@ -284,6 +322,36 @@ class DedupRun {
       if (std::ferror(o.get())) return true;
     }
     return dups_ && std::ferror(dups_.get());
+  }
+
+  // The kept-document file under its name, then the manifest that
+  // describes it (for people and scripts; loading reads only the file).
+  Status SaveFinish() {
+    const uint64_t documents = saved_->documents();
+    NEARDUP_RETURN_IF_ERROR(saved_->Finish());
+    saved_.reset();
+    const DedupOptions& o = dedup_.options();
+    nlohmann::json m;
+    m["format"] = "neardup kept documents";
+    m["version"] = 1;
+    m["file"] = "kept.ndk";
+    m["documents"] = documents;
+    m["scheme"] = dedup_.fingerprinter().scheme_name();
+    m["scheme_id"] = FingerprintToHex(dedup_.scheme_id());
+    m["shingle_size"] = o.recheck.shingle_size;
+    m["k"] = o.k;
+    m["threshold"] = o.recheck.threshold;
+    m["recheck"] = o.recheck.enabled;
+    m["inputs"] = input_names_;
+    m["loaded_documents"] = loaded_;
+    m["loaded_from"] = f_.load_index;
+    const std::string text = m.dump(2) + "\n";
+    const std::string path = ManifestPath(f_.save_index), tmp = path + ".tmp";
+    NEARDUP_ASSIGN_OR_RETURN(FilePtr file, OpenOutput(tmp));
+    std::fwrite(text.data(), 1, text.size(), file.get());
+    NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(file), tmp));
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + path);
+    return Status::OK();
   }
 
   static double Since(std::chrono::steady_clock::time_point t0) {
@@ -320,7 +388,10 @@ class DedupRun {
       // Round robin over the shards, in output order: deterministic, even.
       std::FILE* o = outs_[written_ % outs_.size()].get();
       if (!f_.annotate.empty() || !d.duplicate) ++written_;
-      if (!d.duplicate) kept_ids_.Add(first_sequence + j, r.id);
+      if (!d.duplicate) {
+        kept_ids_.Add(first_sequence + j, r.id);
+        if (saved_ && save_failed_.ok()) save_failed_ = saved_->Add(r.id, dedup_.batch_signatures()[j]);
+      }
       const std::string_view of = d.duplicate ? kept_ids_.Find(d.duplicate_of) : std::string_view();
       if (!f_.annotate.empty()) {
         WriteAnnotated(o, r.line, f_.annotate, d, of);
@@ -383,6 +454,10 @@ class DedupRun {
   std::vector<size_t> record_of_;  // texts_[j] came from batch_[record_of_[j]]
   std::vector<DedupDecision> decisions_;
   size_t files_ = 0;
+  std::vector<std::string> input_names_;
+  std::unique_ptr<KeptFileWriter> saved_;  // --save-index
+  Status save_failed_;                     // the first failed write to saved_
+  uint64_t loaded_ = 0;                    // documents from --load-index
   uint64_t total_bytes_ = 0, done_bytes_ = 0;
   double last_progress_ = 0;
   bool progress_shown_ = false;
@@ -414,6 +489,16 @@ int RunDedup(const DedupFlags& f) {
     auto s = OpenInput(in.path);
     if (!s.ok()) return Fail(s.status());
     streams.push_back(std::move(s).value());
+  }
+  for (const std::string& dir : f.load_index) {
+    std::error_code ec;
+    if (!f.save_index.empty() && std::filesystem::weakly_canonical(dir, ec) ==
+                                     std::filesystem::weakly_canonical(f.save_index, ec)) {
+      return Fail(Status::InvalidArgument("--save-index " + f.save_index +
+                                          " is also a --load-index: it would then hold only this run's kept "
+                                          "documents; save each run to its own directory"));
+    }
+    if (Status st = run.LoadKept(dir); !st.ok()) return Fail(st);
   }
   if (Status st = run.OpenOutputs(*inputs); !st.ok()) return Fail(st);
   bool stopped = false;  // too many bad lines (BadLines::Add)
@@ -451,6 +536,14 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
                   "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")
       ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--load-index", f->load_index,
+                  "Also deduplicate against the kept documents an earlier run saved in this directory "
+                  "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "
+                  "names its id. Needs the same fingerprint flags and --shingle-size")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--save-index", f->save_index,
+                  "Save this run's kept documents (ids and signatures, checksummed) to this directory, for a "
+                  "later run's --load-index; written only when the run succeeds");
   cmd->add_option("-d,--duplicates", f->duplicates,
                   "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
                   "\"similarity_exact\"}");

@@ -57,6 +57,12 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
   return Status::OK();
 }
 
+Status Deduplicator::AddKept(const DocSignature& doc) {
+  NEARDUP_RETURN_IF_ERROR(set_->Insert(next_sequence_, doc));
+  ++next_sequence_;
+  return Status::OK();
+}
+
 size_t Deduplicator::MemoryBytes() const { return set_->MemoryBytes(); }
 
 Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {

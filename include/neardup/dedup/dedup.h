@@ -114,6 +114,16 @@ class Deduplicator {
   // fingerprint elsewhere, and tests, drive the decision rule directly.
   Result<DedupDecision> ProcessSignature(const DocSignature& doc);
 
+  // Adds a document kept by an earlier run (a loaded kept-document file,
+  // kept_file.h) without deciding it: it takes the next sequence number and
+  // later documents are judged against it like any kept one. Not counted in
+  // stats(), which describe the documents decided here.
+  Status AddKept(const DocSignature& doc);
+
+  // The signatures of the last ProcessBatch call's texts, in order (valid
+  // until the next call); lets a caller save the kept ones.
+  std::span<const DocSignature> batch_signatures() const { return {sigs_.data(), sigs_.size()}; }
+
   // The signature ProcessBatch would decide for `text`.
   DocSignature Signature(std::string_view text) const;
 
