@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "io/input_stream.h"
+#include "neardup/dedup/dedup.h"
 #include "util/compress.h"
 
 namespace {
@@ -420,6 +422,50 @@ TEST_F(CliTest, DamagedSavedIndexIsAnErrorAndWritesNothing) {
   WriteFile(Path("junk"), "not json\n");
   EXPECT_EQ(Run("dedup -i " + Path("junk") + " -o " + Path("x") + " --save-index " + Path("none")), 4);
   EXPECT_FALSE(std::filesystem::exists(Path("none/kept.ndk")));
+}
+
+// --keep longest: no duplicate is longer than the document it is a
+// duplicate of (in the normalized code points the similarity counts), the
+// outputs do not depend on threads or batches, and bad lines count once.
+TEST_F(CliTest, KeepLongestKeepsTheLongestOfEachGroup) {
+  ASSERT_EQ(Run("dedup -i " + kSample + " --keep longest -o " + Path("k") + " -d " + Path("d") + " --stats-json " +
+                Path("s.json")),
+            0)
+      << err_;
+  auto dedup = neardup::Deduplicator::Create({});
+  ASSERT_TRUE(dedup.ok());
+  std::map<std::string, uint32_t> chars;  // raw id token -> length
+  for (const std::string& line : Lines(ReadFile(kSample))) {
+    const auto j = nlohmann::json::parse(line);
+    chars[j["id"].dump()] = dedup.value()->Signature(j["text"].get<std::string>()).num_chars;
+  }
+  const std::vector<std::string> dups = Lines(ReadFile(Path("d")));
+  size_t longer_elsewhere = 0;
+  for (const std::string& line : dups) {
+    const auto j = nlohmann::json::parse(line);
+    ASSERT_TRUE(chars.count(j["id"].dump()) && chars.count(j["duplicate_of"].dump())) << line;
+    EXPECT_GE(chars[j["duplicate_of"].dump()], chars[j["id"].dump()]) << line;
+    longer_elsewhere += chars[j["duplicate_of"].dump()] > chars[j["id"].dump()];
+  }
+  EXPECT_GT(longer_elsewhere, 100u);  // the sample's edits make many groups' first copy not the longest
+  const auto stats = nlohmann::json::parse(ReadFile(Path("s.json")));
+  EXPECT_EQ(stats["kept"].get<size_t>() + dups.size(), stats["documents"].get<size_t>());
+  EXPECT_EQ(Lines(ReadFile(Path("k"))).size(), stats["kept"].get<size_t>());
+  ASSERT_EQ(Run("dedup -i " + kSample + " --keep longest -t 1 --batch-size 77 -o " + Path("k1") + " -d " + Path("d1")),
+            0);
+  EXPECT_EQ(ReadFile(Path("k1")), ReadFile(Path("k")));
+  EXPECT_EQ(ReadFile(Path("d1")), ReadFile(Path("d")));
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("f")), 0);
+  EXPECT_NE(ReadFile(Path("f")), ReadFile(Path("k")));
+  // Bad lines are reported once, as with --keep first.
+  WriteFile(Path("small.jsonl"), kSmall);
+  ASSERT_EQ(Run("dedup -i " + Path("small.jsonl") + " --keep longest -o " + Path("x") + " --stats-json " +
+                Path("s2.json")),
+            0)
+      << err_;
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("s2.json")))["bad_lines"], 3);
+  EXPECT_EQ(Run("dedup -i - --keep longest -o " + Path("x"), Path("small.jsonl")), 2);
+  EXPECT_NE(err_.find("standard input"), std::string::npos) << err_;
 }
 
 TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -35,6 +37,7 @@ struct DedupFlags {
   int output_shards = 1;        // --output-shards: --output holds "{shard}"
   std::vector<std::string> load_index;  // --load-index: earlier runs' kept documents, in this order
   std::string save_index;               // --save-index: this run's kept documents
+  std::string keep = "first";           // --keep: first | longest
 };
 
 // The kept-document file and its description inside a --save-index /
@@ -225,6 +228,49 @@ class DedupRun {
     return Status::OK();
   }
 
+  // --keep longest: reads every input once to analyze it, then decides the
+  // documents from the longest to the shortest (ties in input order), each
+  // kept unless a kept one matches it. ReadFile then only writes. Bad lines
+  // are skipped here and counted and reported by ReadFile.
+  Status DecideLongestFirst(const std::vector<InputFile>& inputs) {
+    auto t0 = std::chrono::steady_clock::now();
+    longest_ = std::make_unique<Precomputed>();
+    std::vector<DocSignature>& sigs = longest_->sigs;
+    std::vector<DocSignature> batch_sigs;
+    for (const InputFile& file : inputs) {
+      NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(file.path));
+      RecordReader reader(std::move(in), ToReaderOptions(f_.in));
+      for (;;) {
+        NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &batch_));
+        if (batch_.empty()) break;
+        texts_.clear();
+        for (const InputRecord& r : batch_) {
+          if (r.kind != InputRecord::Kind::kDocument) continue;
+          kept_ids_.Add(loaded_ + sigs.size() + texts_.size(), r.id);  // every id: a kept one may come later
+          texts_.push_back(r.text());
+        }
+        dedup_.Analyze(texts_, &batch_sigs, threads_);
+        std::move(batch_sigs.begin(), batch_sigs.end(), std::back_inserter(sigs));
+      }
+    }
+    counters_.read_s += Since(t0);
+    t0 = std::chrono::steady_clock::now();
+    std::vector<uint64_t> order(sigs.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint64_t a, uint64_t b) { return sigs[a].num_chars > sigs[b].num_chars; });
+    longest_->decisions.resize(sigs.size());
+    for (uint64_t i : order) {
+      NEARDUP_ASSIGN_OR_RETURN(DedupDecision d, dedup_.ProcessSignature(sigs[i]));
+      // The deduplicator numbers documents in decision order; the outputs
+      // name them by input order.
+      if (d.duplicate && d.duplicate_of >= loaded_) d.duplicate_of = loaded_ + order[d.duplicate_of - loaded_];
+      longest_->decisions[i] = d;
+    }
+    counters_.decide_s += Since(t0);
+    return Status::OK();
+  }
+
   Status OpenOutputs(const std::vector<InputFile>& inputs) {
     for (const InputFile& in : inputs) {
       for (const std::string* path : {&f_.duplicates, &f_.clusters, &f_.stats_json, &f_.in.rejects}) {
@@ -271,12 +317,21 @@ class DedupRun {
       if (batch_.empty()) break;
       *stopped = !CollectTexts();
       t0 = std::chrono::steady_clock::now();
-      const uint64_t first_sequence = dedup_.next_sequence();
-      Status st = dedup_.ProcessBatch(texts_, &decisions_, threads_);
-      if (!st.ok()) return Status::Internal(st.ToString());
+      const uint64_t first_sequence = longest_ ? loaded_ + written_docs_ : dedup_.next_sequence();
+      std::span<const DocSignature> sigs;
+      if (longest_) {  // decided already (DecideLongestFirst)
+        decisions_.assign(longest_->decisions.begin() + written_docs_,
+                          longest_->decisions.begin() + written_docs_ + texts_.size());
+        sigs = std::span(longest_->sigs).subspan(written_docs_, texts_.size());
+      } else {
+        Status st = dedup_.ProcessBatch(texts_, &decisions_, threads_);
+        if (!st.ok()) return Status::Internal(st.ToString());
+        sigs = dedup_.batch_signatures();
+      }
+      written_docs_ += texts_.size();
       counters_.decide_s += Since(t0);
       t0 = std::chrono::steady_clock::now();
-      WriteDecisions(first_sequence);
+      WriteDecisions(first_sequence, sigs);
       counters_.write_s += Since(t0);
       if (WriteFailed()) break;  // reported by Finish
       Progress(done_bytes_ + reader.input_bytes());
@@ -381,7 +436,7 @@ class DedupRun {
     return true;
   }
 
-  void WriteDecisions(uint64_t first_sequence) {
+  void WriteDecisions(uint64_t first_sequence, std::span<const DocSignature> sigs) {
     for (size_t j = 0; j < texts_.size(); ++j) {
       const InputRecord& r = batch_[record_of_[j]];
       const DedupDecision& d = decisions_[j];
@@ -389,8 +444,8 @@ class DedupRun {
       std::FILE* o = outs_[written_ % outs_.size()].get();
       if (!f_.annotate.empty() || !d.duplicate) ++written_;
       if (!d.duplicate) {
-        kept_ids_.Add(first_sequence + j, r.id);
-        if (saved_ && save_failed_.ok()) save_failed_ = saved_->Add(r.id, dedup_.batch_signatures()[j]);
+        if (!longest_) kept_ids_.Add(first_sequence + j, r.id);
+        if (saved_ && save_failed_.ok()) save_failed_ = saved_->Add(r.id, sigs[j]);
       }
       const std::string_view of = d.duplicate ? kept_ids_.Find(d.duplicate_of) : std::string_view();
       if (!f_.annotate.empty()) {
@@ -454,6 +509,13 @@ class DedupRun {
   std::vector<size_t> record_of_;  // texts_[j] came from batch_[record_of_[j]]
   std::vector<DedupDecision> decisions_;
   size_t files_ = 0;
+  // --keep longest: every decision and signature, by input order.
+  struct Precomputed {
+    std::vector<DedupDecision> decisions;
+    std::vector<DocSignature> sigs;
+  };
+  std::unique_ptr<Precomputed> longest_;
+  uint64_t written_docs_ = 0;  // documents through ReadFile so far
   std::vector<std::string> input_names_;
   std::unique_ptr<KeptFileWriter> saved_;  // --save-index
   Status save_failed_;                     // the first failed write to saved_
@@ -500,6 +562,14 @@ int RunDedup(const DedupFlags& f) {
     }
     if (Status st = run.LoadKept(dir); !st.ok()) return Fail(st);
   }
+  if (f.keep == "longest") {
+    for (const InputFile& in : *inputs) {
+      if (in.path == "-") {
+        return Fail(Status::InvalidArgument("--keep longest reads the inputs twice: it needs files, not standard input"));
+      }
+    }
+    if (Status st = run.DecideLongestFirst(*inputs); !st.ok()) return Fail(st);
+  }
   if (Status st = run.OpenOutputs(*inputs); !st.ok()) return Fail(st);
   bool stopped = false;  // too many bad lines (BadLines::Add)
   for (size_t i = 0; i < streams.size() && !stopped; ++i) {
@@ -536,6 +606,11 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
                   "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")
       ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--keep", f->keep,
+                  "Which document of a group of near-duplicates is kept: first (input order) or longest "
+                  "(decided from the longest text to the shortest, ties in input order; reads the inputs twice "
+                  "and holds every document's signature)")
+      ->check(CLI::IsMember({"first", "longest"}));
   cmd->add_option("--load-index", f->load_index,
                   "Also deduplicate against the kept documents an earlier run saved in this directory "
                   "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "

@@ -31,10 +31,8 @@ DocSignature Deduplicator::Signature(std::string_view text) const {
   return MakeSignature(analysis, text, options_.recheck.shingle_size);
 }
 
-Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
-                                  std::vector<DedupDecision>* out, int threads) {
-  out->assign(texts.size(), DedupDecision{});
-  sigs_.resize(texts.size());
+void Deduplicator::Analyze(std::span<const std::string_view> texts, std::vector<DocSignature>* out, int threads) {
+  out->resize(texts.size());
   std::atomic<uint64_t> invalid_utf8{0};
   // Analysis is the expensive, embarrassingly parallel half.
   ParallelFor(texts.size(), threads, [&](size_t begin, size_t end) {
@@ -42,12 +40,18 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
     uint64_t invalid = 0;
     for (size_t i = begin; i < end; ++i) {
       fingerprinter_.Analyze(texts[i], &analysis);
-      sigs_[i] = MakeSignature(analysis, texts[i], options_.recheck.shingle_size);
+      (*out)[i] = MakeSignature(analysis, texts[i], options_.recheck.shingle_size);
       invalid += analysis.invalid_utf8;
     }
     invalid_utf8.fetch_add(invalid, std::memory_order_relaxed);
   });
   stats_.invalid_utf8 += invalid_utf8.load();
+}
+
+Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
+                                  std::vector<DedupDecision>* out, int threads) {
+  out->assign(texts.size(), DedupDecision{});
+  Analyze(texts, &sigs_, threads);
   // Decisions depend on every earlier one: strictly sequential.
   for (size_t i = 0; i < texts.size(); ++i) {
     auto decision = ProcessSignature(sigs_[i]);

@@ -109,6 +109,12 @@ class Deduplicator {
   Status ProcessBatch(std::span<const std::string_view> texts, std::vector<DedupDecision>* out,
                       int threads);
 
+  // The analysis half of ProcessBatch alone: (*out)[i] = the signature of
+  // texts[i], made on up to `threads` threads; counts invalid UTF-8 in
+  // stats(). For callers that decide in another order than the input's
+  // (dedup --keep longest).
+  void Analyze(std::span<const std::string_view> texts, std::vector<DocSignature>* out, int threads);
+
   // Decides one already-analyzed document (the sequential half of
   // ProcessBatch), giving it the next sequence number. Lets callers that
   // fingerprint elsewhere, and tests, drive the decision rule directly.
