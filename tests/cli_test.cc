@@ -468,6 +468,66 @@ TEST_F(CliTest, KeepLongestKeepsTheLongestOfEachGroup) {
   EXPECT_NE(err_.find("standard input"), std::string::npos) << err_;
 }
 
+std::string ReadAnyFile(const std::string& path);
+
+// --checkpoint: a run killed anywhere (after any batch, or by SIGKILL at
+// any moment) and run again with the same arguments ends with the same
+// bytes in every output as a run never interrupted.
+TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  std::string ins;
+  for (int s = 0; s < 5; ++s) {
+    std::string part;
+    for (size_t i = s * lines.size() / 5; i < (s + 1) * lines.size() / 5; ++i) part += lines[i] + "\n";
+    if (s == 2) part += "not json\n{\"id\": 1}\n";
+    const std::string name = Path("s" + std::to_string(s) + (s == 3 ? ".jsonl.gz" : ".jsonl"));
+    WriteFile(name, s == 3 ? neardup::testing::Gzip(part) : part);
+    ins += " -i " + name;
+  }
+  const std::vector<std::string> outs = {"out.jsonl.gz", "dups.jsonl", "cl.jsonl", "rej.jsonl", "idx/kept.ndk"};
+  const std::string args = "dedup" + ins + " -o " + Path("out.jsonl.gz") + " -d " + Path("dups.jsonl") +
+                           " --clusters " + Path("cl.jsonl") + " --rejects " + Path("rej.jsonl") +
+                           " --save-index " + Path("idx") + " --batch-size 300 -q --checkpoint " + Path("ckpt");
+  auto clean = [&] {
+    std::filesystem::remove_all(Path("ckpt"));
+    std::filesystem::remove_all(Path("idx"));
+    for (const std::string& o : outs) std::filesystem::remove(Path(o));
+  };
+  ASSERT_EQ(Run(args), 0) << err_;
+  EXPECT_FALSE(std::filesystem::exists(Path("ckpt")));  // removed once the run succeeded
+  std::map<std::string, std::string> want;
+  for (const std::string& o : outs) want[o] = ReadFile(Path(o));
+  ASSERT_EQ(Run("dedup" + ins + " -o " + Path("plain.jsonl") + " -d " + Path("plain.d") + " -q"), 0);
+  EXPECT_EQ(ReadFile(Path("plain.d")), want["dups.jsonl"]);
+  EXPECT_EQ(ReadFile(Path("plain.jsonl")), ReadAnyFile(Path("out.jsonl.gz")));
+  auto expect_same = [&](const std::string& how) {
+    ASSERT_EQ(Run(args), 0) << how << ": " << err_;
+    for (const std::string& o : outs) EXPECT_EQ(ReadFile(Path(o)), want[o]) << how << ": " << o;
+    EXPECT_FALSE(std::filesystem::exists(Path("ckpt"))) << how;
+  };
+  const std::string cli = "'" + kCli + "' ";
+  for (int batches : {1, 4, 7, 11, 16}) {
+    clean();
+    const std::string crash = "NEARDUP_DEDUP_CRASH_AFTER_BATCHES=" + std::to_string(batches) + " " + cli + args;
+    ASSERT_EQ(WEXITSTATUS(std::system(crash.c_str())), 137) << batches;
+    expect_same("crash after batch " + std::to_string(batches));
+  }
+  for (const char* delay : {"0.01", "0.03", "0.06", "0.1"}) {
+    clean();
+    std::system(("timeout -s KILL " + std::string(delay) + " " + cli + args).c_str());
+    expect_same(std::string("SIGKILL after ") + delay + " s");
+  }
+  // Another run's checkpoint, or a finished input changed, is refused.
+  clean();
+  ASSERT_EQ(WEXITSTATUS(std::system(("NEARDUP_DEDUP_CRASH_AFTER_BATCHES=9 " + cli + args).c_str())), 137);
+  EXPECT_EQ(Run(args + " -k 2"), 2);
+  EXPECT_NE(err_.find("another run"), std::string::npos) << err_;
+  WriteFile(Path("s0.jsonl"), lines[0] + "\n");
+  EXPECT_EQ(Run(args), 2);
+  EXPECT_NE(err_.find("changed"), std::string::npos) << err_;
+  EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
+}
+
 TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("kept") + " -d " + Path("d")), 0) << err_;
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("ann") + " --annotate neardup"), 0) << err_;

@@ -34,11 +34,12 @@ class KeptFileTest : public ::testing::Test {
   void Write() {
     auto w = KeptFileWriter::Create(path_, scheme_);
     ASSERT_TRUE(w.ok()) << w.status().ToString();
-    for (size_t i = 0; i < sigs_.size(); ++i) ASSERT_TRUE(w.value()->Add(ids_[i], sigs_[i]).ok());
+    for (size_t i = 0; i < sigs_.size(); ++i) ASSERT_TRUE(w.value()->Add(10 * i, ids_[i], sigs_[i]).ok());
     ASSERT_TRUE(w.value()->Finish().ok());
   }
   Result<uint64_t> Read(std::vector<std::string>* ids, std::vector<DocSignature>* sigs) {
-    return ReadKeptFile(path_, scheme_, [&](std::string_view id, const DocSignature& s) {
+    return ReadKeptFile(path_, scheme_, [&, i = uint64_t{0}](uint64_t seq, std::string_view id, const DocSignature& s) mutable {
+      if (seq != 10 * i++) return Status::Corruption("sequence");
       ids->emplace_back(id);
       sigs->push_back(s);
       return Status::OK();
@@ -99,7 +100,7 @@ TEST_F(KeptFileTest, EveryFlippedByteAndEveryTruncationIsAnError) {
 TEST_F(KeptFileTest, OtherSchemeOrShinglesAreRefused) {
   Write();
   auto read = [&](KeptFileScheme s) {
-    return ReadKeptFile(path_, s, [](std::string_view, const DocSignature&) { return Status::OK(); });
+    return ReadKeptFile(path_, s, [](uint64_t, std::string_view, const DocSignature&) { return Status::OK(); });
   };
   EXPECT_EQ(read({scheme_.scheme_id + 1, scheme_.shingle_size}).status().code(), Status::Code::kFailedPrecondition);
   EXPECT_EQ(read({scheme_.scheme_id, scheme_.shingle_size + 1}).status().code(), Status::Code::kFailedPrecondition);
@@ -111,7 +112,7 @@ TEST_F(KeptFileTest, AnUnfinishedWriterLeavesNothing) {
   {
     auto w = KeptFileWriter::Create(path_, scheme_);
     ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(w.value()->Add(ids_[0], sigs_[0]).ok());
+    ASSERT_TRUE(w.value()->Add(0, ids_[0], sigs_[0]).ok());
   }
   EXPECT_FALSE(std::filesystem::exists(path_));
   EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));

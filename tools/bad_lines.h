@@ -20,12 +20,13 @@ class BadLines {
   // the wrong format would otherwise flood the terminal.
   static constexpr uint64_t kShown = 10;
 
-  // Opens --rejects (an output: call after the input was opened).
-  Status Open(const InputFlags& flags, bool quiet) {
+  // Opens --rejects (an output: call after the input was opened); with
+  // `append`, adds to it (a resumed run).
+  Status Open(const InputFlags& flags, bool quiet, bool append = false) {
     flags_ = flags;
     quiet_ = quiet;
     if (flags.rejects.empty()) return Status::OK();
-    auto r = OpenOutput(flags.rejects);
+    auto r = OpenOutput(flags.rejects, append);
     if (!r.ok()) return r.status();
     rejects_ = std::move(r).value();
     return Status::OK();
@@ -51,6 +52,10 @@ class BadLines {
   }
 
   uint64_t count() const { return count_; }
+  // A resumed run's count so far (--max-bad-lines counts across the run).
+  void RestoreCount(uint64_t n) { count_ = n; }
+  // The open --rejects file (null without one), for a checkpoint.
+  FilePtr& rejects_file() { return rejects_; }
 
   // Ends the run's bad-line bookkeeping: the stderr summary, closing
   // --rejects, and the verdict given `documents` usable documents. Returns

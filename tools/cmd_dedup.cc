@@ -12,7 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <sstream>
+
 #include "commands.h"
+#include "dedup_checkpoint.h"
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/kept_file.h"
@@ -38,6 +44,7 @@ struct DedupFlags {
   std::vector<std::string> load_index;  // --load-index: earlier runs' kept documents, in this order
   std::string save_index;               // --save-index: this run's kept documents
   std::string keep = "first";           // --keep: first | longest
+  std::string checkpoint;               // --checkpoint DIR: resumable run
 };
 
 // The kept-document file and its description inside a --save-index /
@@ -220,7 +227,7 @@ class DedupRun {
   // documents are judged against them, and a duplicate of one names its id.
   Status LoadKept(const std::string& dir) {
     NEARDUP_ASSIGN_OR_RETURN(const uint64_t n, ReadKeptFile(KeptFilePath(dir), SchemeOf(dedup_),
-                                                           [&](std::string_view id, const DocSignature& sig) {
+                                                           [&](uint64_t, std::string_view id, const DocSignature& sig) {
                                                              kept_ids_.Add(dedup_.next_sequence(), id);
                                                              return dedup_.AddKept(sig);
                                                            }));
@@ -271,7 +278,10 @@ class DedupRun {
     return Status::OK();
   }
 
-  Status OpenOutputs(const std::vector<InputFile>& inputs) {
+  // `resume`: the state of the interrupted run to continue (its outputs are
+  // cut back to its last checkpoint and appended to), or null.
+  Status OpenOutputs(const std::vector<InputFile>& inputs, const nlohmann::json* resume) {
+    resume_ = resume;
     for (const InputFile& in : inputs) {
       for (const std::string* path : {&f_.duplicates, &f_.clusters, &f_.stats_json, &f_.in.rejects}) {
         NEARDUP_RETURN_IF_ERROR(CheckNotInput(in.path, *path));
@@ -281,13 +291,14 @@ class DedupRun {
       }
       total_bytes_ += in.size;
     }
-    NEARDUP_RETURN_IF_ERROR(bad_.Open(f_.in, f_.quiet));
+    if (!f_.in.rejects.empty()) NEARDUP_RETURN_IF_ERROR(CutBack(f_.in.rejects));
+    NEARDUP_RETURN_IF_ERROR(bad_.Open(f_.in, f_.quiet, resume != nullptr));
     for (int i = 0; i < f_.output_shards; ++i) {
-      NEARDUP_ASSIGN_OR_RETURN(FilePtr shard, OpenOutput(ShardPath(f_.output, i, f_.output_shards)));
+      NEARDUP_ASSIGN_OR_RETURN(FilePtr shard, OpenStreamed(ShardPath(f_.output, i, f_.output_shards)));
       outs_.push_back(std::move(shard));
     }
     if (!f_.duplicates.empty()) {
-      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(f_.duplicates));
+      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenStreamed(f_.duplicates));
     }
     if (!f_.clusters.empty()) {
       NEARDUP_ASSIGN_OR_RETURN(clusters_file_, OpenOutput(f_.clusters));
@@ -302,13 +313,58 @@ class DedupRun {
       NEARDUP_ASSIGN_OR_RETURN(saved_, KeptFileWriter::Create(KeptFilePath(f_.save_index), SchemeOf(dedup_)));
     }
     files_ = inputs.size();
+    inputs_ = inputs;
     for (const InputFile& in : inputs) input_names_.push_back(in.path);
     return Status::OK();
+  }
+
+  // Continues the interrupted run whose state OpenOutputs was given: its
+  // kept documents, clusters and counters. Returns how many inputs it had
+  // finished (the caller skips them).
+  Result<size_t> Resume(const std::vector<InputFile>& inputs) {
+    const nlohmann::json& st = *resume_;
+    const size_t done = st["files_done"].get<size_t>();
+    if (st["loaded"].get<uint64_t>() != loaded_) return Status::Corruption(checkpoint_->State() + ": other --load-index");
+    for (size_t i = 0; i < done; ++i) {
+      NEARDUP_RETURN_IF_ERROR(ReadKeptFile(checkpoint_->Kept(i), SchemeOf(dedup_),
+                                           [&](uint64_t seq, std::string_view id, const DocSignature& sig) {
+                                             kept_ids_.Add(seq, id);
+                                             if (saved_) NEARDUP_RETURN_IF_ERROR(saved_->Add(seq, id, sig));
+                                             return dedup_.AddKeptAt(seq, sig);
+                                           })
+                                  .status());
+      NEARDUP_RETURN_IF_ERROR(RestoreClusters(i, st["clusters_checksums"][i].get<uint64_t>()));
+      done_bytes_ += inputs[i].size;
+    }
+    DedupStats ds;
+    const nlohmann::json& j = st["stats"];
+    ds.documents = j["documents"], ds.kept = j["kept"], ds.exact_duplicates = j["exact_duplicates"];
+    ds.near_duplicates = j["near_duplicates"], ds.without_features = j["without_features"];
+    ds.invalid_utf8 = j["invalid_utf8"];
+    dedup_.RestoreProgress(ds, st["next_sequence"].get<uint64_t>());
+    const nlohmann::json& c = st["counters"];
+    counters_.lines = c["lines"], counters_.bad_lines = c["bad_lines"], counters_.blank_lines = c["blank_lines"];
+    counters_.truncated_texts = c["truncated_texts"], counters_.files = c["files"];
+    written_ = st["written"].get<uint64_t>();
+    bad_.RestoreCount(counters_.bad_lines);
+    files_done_ = done;
+    if (!f_.quiet) {
+      std::fprintf(stderr, "neardup: resuming from --checkpoint %s: %zu of %zu inputs done, %llu documents\n",
+                   f_.checkpoint.c_str(), done, inputs.size(), static_cast<unsigned long long>(ds.documents));
+    }
+    return done;
+  }
+
+  void SetCheckpoint(const std::string& dir) {
+    if (!dir.empty()) checkpoint_ = std::make_unique<CheckpointFiles>(dir);
   }
 
   // Reads one input to its end (or to a stop for bad lines: *stopped).
   Status ReadFile(std::unique_ptr<InputStream> in, const std::string& name, bool* stopped) {
     if (files_ > 1) bad_.SetSource(name);
+    if (checkpoint_) {
+      NEARDUP_ASSIGN_OR_RETURN(segment_, KeptFileWriter::Create(checkpoint_->Kept(files_done_), SchemeOf(dedup_)));
+    }
     RecordReader reader(std::move(in), ToReaderOptions(f_.in));
     while (!*stopped) {
       auto t0 = std::chrono::steady_clock::now();
@@ -335,9 +391,11 @@ class DedupRun {
       counters_.write_s += Since(t0);
       if (WriteFailed()) break;  // reported by Finish
       Progress(done_bytes_ + reader.input_bytes());
+      CrashHook();
     }
     done_bytes_ += reader.input_bytes();
     ++counters_.files;
+    if (checkpoint_ && !*stopped && !WriteFailed()) NEARDUP_RETURN_IF_ERROR(Checkpoint());
     return Status::OK();
   }
 
@@ -368,6 +426,7 @@ class DedupRun {
       Status s = save_failed_.ok() ? SaveFinish() : save_failed_;
       if (!s.ok()) return Fail(s);
     }
+    if (checkpoint_) checkpoint_->Remove(files_done_);  // done: nothing left to resume
     return kExitOk;
   }
 
@@ -409,6 +468,99 @@ class DedupRun {
     return Status::OK();
   }
 
+  // An output written as the run goes: created, or when resuming cut back
+  // to the last checkpoint and appended to.
+  Result<FilePtr> OpenStreamed(const std::string& path) {
+    NEARDUP_RETURN_IF_ERROR(CutBack(path));
+    return OpenOutput(path, resume_ != nullptr);
+  }
+  Status CutBack(const std::string& path) {
+    if (!resume_) return Status::OK();
+    const nlohmann::json& sizes = (*resume_)["outputs"];
+    if (!sizes.contains(path)) return Status::Corruption(checkpoint_->State() + ": no size recorded for " + path);
+    if (::truncate(path.c_str(), sizes[path].get<off_t>()) != 0) {
+      return Status::IOError("cannot cut " + path + " back to the checkpoint: " + std::strerror(errno));
+    }
+    return Status::OK();
+  }
+
+  // The outputs written as the run goes, by name.
+  std::vector<std::pair<FilePtr*, std::string>> Streamed() {
+    std::vector<std::pair<FilePtr*, std::string>> v;
+    for (size_t i = 0; i < outs_.size(); ++i) {
+      v.emplace_back(&outs_[i], ShardPath(f_.output, static_cast<int>(i), f_.output_shards));
+    }
+    if (dups_) v.emplace_back(&dups_, f_.duplicates);
+    if (bad_.rejects_file()) v.emplace_back(&bad_.rejects_file(), f_.in.rejects);
+    return v;
+  }
+
+  // After a completed input: every streamed output closed (a compressed one
+  // ends its gzip member / zstd frame), fsynced and reopened for appending;
+  // this input's kept documents and clusters saved; then state.json.
+  Status Checkpoint() {
+    NEARDUP_RETURN_IF_ERROR(segment_failed_);
+    NEARDUP_RETURN_IF_ERROR(segment_->Finish());
+    segment_.reset();
+    NEARDUP_RETURN_IF_ERROR(CheckpointFiles::WriteDurably(checkpoint_->Clusters(files_done_), segment_clusters_));
+    clusters_checksums_.push_back(XXH3_64bits(segment_clusters_.data(), segment_clusters_.size()));
+    segment_clusters_.clear();
+    nlohmann::json sizes = nlohmann::json::object();
+    for (auto& [file, path] : Streamed()) {
+      NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(*file), path));
+      NEARDUP_RETURN_IF_ERROR(CheckpointFiles::SyncPath(path));
+      sizes[path] = std::filesystem::file_size(path);
+      NEARDUP_ASSIGN_OR_RETURN(*file, OpenOutput(path, /*append=*/true));
+    }
+    ++files_done_;
+    const DedupStats& ds = dedup_.stats();
+    nlohmann::json st;
+    st["version"] = 1;
+    st["command_line"] = CheckpointFiles::ResumeKey();
+    st["inputs"] = CheckpointFiles::Inputs(inputs_);
+    st["files_done"] = files_done_;
+    st["loaded"] = loaded_;
+    st["next_sequence"] = dedup_.next_sequence();
+    st["stats"] = {{"documents", ds.documents}, {"kept", ds.kept}, {"exact_duplicates", ds.exact_duplicates},
+                   {"near_duplicates", ds.near_duplicates}, {"without_features", ds.without_features},
+                   {"invalid_utf8", ds.invalid_utf8}};
+    st["counters"] = {{"lines", counters_.lines}, {"bad_lines", counters_.bad_lines},
+                      {"blank_lines", counters_.blank_lines}, {"truncated_texts", counters_.truncated_texts},
+                      {"files", counters_.files}};
+    st["written"] = written_;
+    st["outputs"] = sizes;
+    st["clusters_checksums"] = clusters_checksums_;
+    return checkpoint_->Save(st);
+  }
+
+  Status RestoreClusters(size_t file, uint64_t checksum) {
+    std::ifstream in(checkpoint_->Clusters(file), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    if (!in || XXH3_64bits(text.data(), text.size()) != checksum) {
+      return Status::Corruption(checkpoint_->Clusters(file) + ": missing or damaged");
+    }
+    clusters_checksums_.push_back(checksum);
+    if (!clusters_file_) return Status::OK();
+    std::stringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line);
+      clusters_.Add(j["kept"].get<uint64_t>(), j["id"].dump());
+    }
+    return Status::OK();
+  }
+
+  // NEARDUP_DEDUP_CRASH_AFTER_BATCHES=N (tests only): the process dies
+  // like kill -9 after its N-th batch, buffers unwritten.
+  void CrashHook() {
+    static const long after = [] {
+      const char* e = std::getenv("NEARDUP_DEDUP_CRASH_AFTER_BATCHES");
+      return e ? std::atol(e) : 0L;
+    }();
+    if (after > 0 && ++batches_ == static_cast<uint64_t>(after)) ::_exit(137);
+  }
+
   static double Since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -445,7 +597,8 @@ class DedupRun {
       if (!f_.annotate.empty() || !d.duplicate) ++written_;
       if (!d.duplicate) {
         if (!longest_) kept_ids_.Add(first_sequence + j, r.id);
-        if (saved_ && save_failed_.ok()) save_failed_ = saved_->Add(r.id, sigs[j]);
+        if (saved_ && save_failed_.ok()) save_failed_ = saved_->Add(first_sequence + j, r.id, sigs[j]);
+        if (segment_ && segment_failed_.ok()) segment_failed_ = segment_->Add(first_sequence + j, r.id, sigs[j]);
       }
       const std::string_view of = d.duplicate ? kept_ids_.Find(d.duplicate_of) : std::string_view();
       if (!f_.annotate.empty()) {
@@ -463,6 +616,9 @@ class DedupRun {
                      d.similarity, d.similarity_exact ? "true" : "false");
       }
       if (clusters_file_) clusters_.Add(d.duplicate_of, r.id);
+      if (clusters_file_ && checkpoint_) {
+        segment_clusters_ += "{\"kept\": " + std::to_string(d.duplicate_of) + ", \"id\": " + r.id + "}\n";
+      }
     }
   }
 
@@ -520,10 +676,40 @@ class DedupRun {
   std::unique_ptr<KeptFileWriter> saved_;  // --save-index
   Status save_failed_;                     // the first failed write to saved_
   uint64_t loaded_ = 0;                    // documents from --load-index
+  // --checkpoint: its files, the state being resumed (or null), this
+  // input's kept documents and cluster members, inputs finished.
+  std::unique_ptr<CheckpointFiles> checkpoint_;
+  const nlohmann::json* resume_ = nullptr;
+  std::unique_ptr<KeptFileWriter> segment_;
+  Status segment_failed_;
+  std::string segment_clusters_;
+  std::vector<uint64_t> clusters_checksums_;
+  size_t files_done_ = 0;
+  uint64_t batches_ = 0;
+  std::vector<InputFile> inputs_;
   uint64_t total_bytes_ = 0, done_bytes_ = 0;
   double last_progress_ = 0;
   bool progress_shown_ = false;
 };
+
+// --checkpoint: checks the run can be resumed at all, and returns the state
+// of the interrupted run to continue (nullopt: none, start afresh).
+Result<std::optional<nlohmann::json>> PrepareCheckpoint(const DedupFlags& f, const std::vector<InputFile>& inputs,
+                                                        DedupRun& run) {
+  if (f.checkpoint.empty()) return std::optional<nlohmann::json>();
+  if (f.keep != "first") return Status::InvalidArgument("--checkpoint needs --keep first");
+  for (const InputFile& in : inputs) {
+    if (in.path == "-") return Status::InvalidArgument("--checkpoint cannot resume standard input: name files");
+  }
+  for (const std::string* out : {&f.output, &f.duplicates, &f.in.rejects}) {
+    if (*out == "-") return Status::InvalidArgument("--checkpoint cannot cut back standard output: name files");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(f.checkpoint, ec);
+  if (ec) return Status::IOError("cannot create --checkpoint directory " + f.checkpoint + ": " + ec.message());
+  run.SetCheckpoint(f.checkpoint);
+  return CheckpointFiles(f.checkpoint).Load(inputs);
+}
 
 int RunDedup(const DedupFlags& f) {
   auto fp_options = ToFingerprintOptions(f.fp);
@@ -570,9 +756,17 @@ int RunDedup(const DedupFlags& f) {
     }
     if (Status st = run.DecideLongestFirst(*inputs); !st.ok()) return Fail(st);
   }
-  if (Status st = run.OpenOutputs(*inputs); !st.ok()) return Fail(st);
+  auto resume = PrepareCheckpoint(f, *inputs, run);
+  if (!resume.ok()) return Fail(resume.status());
+  if (Status st = run.OpenOutputs(*inputs, resume->has_value() ? &**resume : nullptr); !st.ok()) return Fail(st);
+  size_t first = 0;  // inputs a resumed run had finished
+  if (resume->has_value()) {
+    auto done = run.Resume(*inputs);
+    if (!done.ok()) return Fail(done.status());
+    first = *done;
+  }
   bool stopped = false;  // too many bad lines (BadLines::Add)
-  for (size_t i = 0; i < streams.size() && !stopped; ++i) {
+  for (size_t i = first; i < streams.size() && !stopped; ++i) {
     if (Status st = run.ReadFile(std::move(streams[i]), (*inputs)[i].path, &stopped); !st.ok()) return Fail(st);
   }
   return run.Finish();
@@ -611,6 +805,11 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "(decided from the longest text to the shortest, ties in input order; reads the inputs twice "
                   "and holds every document's signature)")
       ->check(CLI::IsMember({"first", "longest"}));
+  cmd->add_option("--checkpoint", f->checkpoint,
+                  "Make the run resumable: after each input file, make the outputs durable and save the run's "
+                  "state in this directory. Run the same command again after an interruption: it continues "
+                  "after the last completed input, with the same result as an uninterrupted run. Removed when "
+                  "the run succeeds");
   cmd->add_option("--load-index", f->load_index,
                   "Also deduplicate against the kept documents an earlier run saved in this directory "
                   "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "

@@ -73,6 +73,13 @@ inline int Fail(const Status& status, ErrorSource source = ErrorSource::kSetup) 
   return ExitCodeFor(status, source);
 }
 
+// The whole command line of this process, as main received it (a resumable
+// run's checkpoint must match it).
+inline std::vector<std::string>& CommandLine() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 // ---- subcommands -----------------------------------------------------------
 // Each adds its subcommand to `app`; when it runs, it stores its exit code in
 // *exit_code.
@@ -274,10 +281,11 @@ inline Status CheckNotInput(const std::string& input, const std::string& output)
 
 // '-' means stdout. Output is fully buffered.
 // A name ending in .gz or .zst is written compressed (io/output_file.h).
-inline Result<FilePtr> OpenOutput(const std::string& path) {
+// With `append`, adds to the file's end (resuming a run).
+inline Result<FilePtr> OpenOutput(const std::string& path, bool append = false) {
   std::FILE* f = stdout;
   if (path != "-") {
-    auto opened = OpenOutputFile(path);
+    auto opened = OpenOutputFile(path, append);
     if (!opened.ok()) return opened.status();
     f = *opened;
   }

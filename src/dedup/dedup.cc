@@ -61,9 +61,15 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
   return Status::OK();
 }
 
-Status Deduplicator::AddKept(const DocSignature& doc) {
-  NEARDUP_RETURN_IF_ERROR(set_->Insert(next_sequence_, doc));
-  ++next_sequence_;
+Status Deduplicator::AddKept(const DocSignature& doc) { return AddKeptAt(next_sequence_, doc); }
+
+Status Deduplicator::AddKeptAt(uint64_t sequence, const DocSignature& doc) {
+  if (sequence < next_sequence_) {
+    return Status::InvalidArgument("kept document " + std::to_string(sequence) + " added after " +
+                                   std::to_string(next_sequence_));
+  }
+  NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc));
+  next_sequence_ = sequence + 1;
   return Status::OK();
 }
 

@@ -4,7 +4,7 @@
 //         12  u32     shingle size
 //         16  u64     fingerprint scheme id
 //         24  u64     flags (0)
-//         32  records: u64 content_hash, u64 fingerprint, u8 has_features,
+//         32  records: u64 sequence, u64 content_hash, u64 fingerprint, u8 has_features,
 //                      u32 id length, id bytes,
 //                      u32 extra length, EncodeSignatureExtra bytes
 //   end - 16  u64     number of records N
@@ -82,11 +82,12 @@ Status KeptFileWriter::Write(const char* data, size_t n) {
   return Status::OK();
 }
 
-Status KeptFileWriter::Add(std::string_view id, const DocSignature& sig) {
+Status KeptFileWriter::Add(uint64_t sequence, std::string_view id, const DocSignature& sig) {
   if (id.size() > kMaxIdBytes) return Status::InvalidArgument("a kept document's id is longer than 1 MiB");
   const std::string extra = EncodeSignatureExtra(sig);
   std::string rec;
-  rec.reserve(29 + id.size() + extra.size());
+  rec.reserve(37 + id.size() + extra.size());
+  PutFixed64(&rec, sequence);
   PutFixed64(&rec, sig.content_hash);
   PutFixed64(&rec, sig.fingerprint);
   rec.push_back(sig.has_features ? 1 : 0);
@@ -183,7 +184,7 @@ Status CheckHeader(const char* h, const std::string& path, const KeptFileScheme&
 }  // namespace
 
 Result<uint64_t> ReadKeptFile(const std::string& path, const KeptFileScheme& expected,
-                              const std::function<Status(std::string_view, const DocSignature&)>& each) {
+                              const std::function<Status(uint64_t, std::string_view, const DocSignature&)>& each) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (!f) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
   struct stat st;
@@ -199,18 +200,19 @@ Result<uint64_t> ReadKeptFile(const std::string& path, const KeptFileScheme& exp
   uint64_t n = 0;
   std::string id, extra;
   while (in.position() < size - kTrailerSize) {
-    char fixed[17];
-    NEARDUP_RETURN_IF_ERROR(in.Read(fixed, 17));
+    char fixed[25];
+    NEARDUP_RETURN_IF_ERROR(in.Read(fixed, 25));
+    const uint64_t sequence = DecodeFixed64(fixed);
     DocSignature sig;
-    sig.content_hash = DecodeFixed64(fixed);
-    sig.fingerprint = DecodeFixed64(fixed + 8);
-    sig.has_features = fixed[16] != 0;
+    sig.content_hash = DecodeFixed64(fixed + 8);
+    sig.fingerprint = DecodeFixed64(fixed + 16);
+    sig.has_features = fixed[24] != 0;
     NEARDUP_RETURN_IF_ERROR(in.ReadString(KeptFileWriter::kMaxIdBytes, &id));
     NEARDUP_RETURN_IF_ERROR(in.ReadString(kMaxExtraBytes, &extra));
     if (Status s = DecodeSignatureExtra(extra, &sig); !s.ok()) {
       return Status::Corruption(path + ": record " + std::to_string(n) + ": " + s.message());
     }
-    NEARDUP_RETURN_IF_ERROR(each(id, sig));
+    NEARDUP_RETURN_IF_ERROR(each(sequence, id, sig));
     ++n;
   }
   char count[8];

@@ -107,8 +107,8 @@ OutputCompression OutputCompressionOf(const std::string& path) {
   return OutputCompression::kNone;
 }
 
-Result<std::FILE*> OpenOutputFile(const std::string& path) {
-  std::FILE* raw = std::fopen(path.c_str(), "wb");
+Result<std::FILE*> OpenOutputFile(const std::string& path, bool append) {
+  std::FILE* raw = std::fopen(path.c_str(), append ? "ab" : "wb");
   if (raw == nullptr) return Status::IOError("cannot create " + path + ": " + std::strerror(errno));
   const OutputCompression c = OutputCompressionOf(path);
   if (c == OutputCompression::kNone) return raw;

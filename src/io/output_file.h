@@ -18,8 +18,10 @@ enum class OutputCompression { kNone, kGzip, kZstd };
 // By the file name's ending.
 OutputCompression OutputCompressionOf(const std::string& path);
 
-// Creates (truncates) `path`; kIOError if it cannot be created.
-Result<std::FILE*> OpenOutputFile(const std::string& path);
+// Creates (truncates) `path`, or with `append` adds to its end (a
+// compressed file then gets a new gzip member / zstd frame, which readers
+// take as one stream); kIOError if it cannot be opened.
+Result<std::FILE*> OpenOutputFile(const std::string& path, bool append = false);
 
 }  // namespace neardup
 

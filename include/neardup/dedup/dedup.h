@@ -126,6 +126,17 @@ class Deduplicator {
   // stats(), which describe the documents decided here.
   Status AddKept(const DocSignature& doc);
 
+  // Resuming an interrupted run from its checkpoint: re-adds a document that
+  // run kept at `sequence` (>= next_sequence(), else kInvalidArgument; later
+  // documents are numbered after it), then RestoreProgress gives back the
+  // stats and next sequence number the run had. Decisions then continue
+  // exactly as in the run that was interrupted.
+  Status AddKeptAt(uint64_t sequence, const DocSignature& doc);
+  void RestoreProgress(const DedupStats& stats, uint64_t next_sequence) {
+    stats_ = stats;
+    next_sequence_ = next_sequence;
+  }
+
   // The signatures of the last ProcessBatch call's texts, in order (valid
   // until the next call); lets a caller save the kept ones.
   std::span<const DocSignature> batch_signatures() const { return {sigs_.data(), sigs_.size()}; }

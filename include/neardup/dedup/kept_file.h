@@ -49,9 +49,11 @@ class KeptFileWriter {
   static Result<std::unique_ptr<KeptFileWriter>> Create(const std::string& path, const KeptFileScheme& scheme);
   ~KeptFileWriter();  // without Finish(): removes the .tmp file
 
-  // Appends one kept document: `id` is opaque bytes (the batch job stores the
-  // id's JSON text), at most kMaxIdBytes.
-  Status Add(std::string_view id, const DocSignature& sig);
+  // Appends one kept document: its sequence number in the run that kept it
+  // (a resumed run restores it; a loading run numbers documents afresh),
+  // `id` is opaque bytes (the batch job stores the id's JSON text), at most
+  // kMaxIdBytes.
+  Status Add(uint64_t sequence, std::string_view id, const DocSignature& sig);
   Status Finish();
   uint64_t documents() const { return documents_; }
 
@@ -69,12 +71,13 @@ class KeptFileWriter {
   bool failed_ = false;
 };
 
-// Reads `path`, calling each(id, signature) for every record in file order.
+// Reads `path`, calling each(sequence, id, signature) for every record in
+// file order.
 // The signature is complete (hashes, fingerprint, num_chars and sketch). An
 // error from `each` stops the read and is returned. `expected` must match the
 // file's scheme. On success returns the number of documents.
 Result<uint64_t> ReadKeptFile(const std::string& path, const KeptFileScheme& expected,
-                              const std::function<Status(std::string_view id, const DocSignature& sig)>& each);
+                              const std::function<Status(uint64_t sequence, std::string_view id, const DocSignature& sig)>& each);
 
 }  // namespace neardup
 

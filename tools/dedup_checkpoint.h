@@ -1,0 +1,158 @@
+// The files of `neardup dedup --checkpoint DIR` (docs/cli.md, "Resuming an
+// interrupted run"): after every completed input file the run makes its
+// outputs durable and writes, in DIR,
+//   kept-NNNNN.ndk      the documents kept while reading input NNNNN
+//                       (a kept-document file, dedup/kept_file.h)
+//   clusters-NNNNN.jsonl  its --clusters members, {"kept": seq, "id": <id>}
+//   state.json          last: the command line, the inputs, how many are
+//                       done, the counters and every output's size
+// A restart with the same command line truncates the outputs to those
+// sizes and continues with the next input; a crash between two checkpoints
+// only loses the work since the last one. Included by cmd_dedup.cc.
+#ifndef NEARDUP_TOOLS_DEDUP_CHECKPOINT_H_
+#define NEARDUP_TOOLS_DEDUP_CHECKPOINT_H_
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "input_files.h"
+
+namespace neardup::cli {
+
+class CheckpointFiles {
+ public:
+  explicit CheckpointFiles(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& dir() const { return dir_; }
+  std::string Kept(size_t file) const { return Name("kept-", file, ".ndk"); }
+  std::string Clusters(size_t file) const { return Name("clusters-", file, ".jsonl"); }
+  std::string State() const { return dir_ + "/state.json"; }
+
+  // The command line a resumed run must repeat: all of it but the options
+  // that change nothing in the outputs (-q, --progress, --threads), so a
+  // restart may watch progress or use another machine's cores.
+  static std::vector<std::string> ResumeKey() {
+    std::vector<std::string> key;
+    const std::vector<std::string>& args = CommandLine();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a == "-q" || a == "--quiet") continue;
+      if (a == "--progress" || a == "-t" || a == "--threads") {
+        ++i;  // and its value
+        continue;
+      }
+      if (a.rfind("--progress=", 0) == 0 || a.rfind("--threads=", 0) == 0) continue;
+      key.push_back(a);
+    }
+    return key;
+  }
+
+  // The inputs as a checkpoint records them: a resumed run must read the
+  // same files, and the done ones unchanged.
+  static nlohmann::json Inputs(const std::vector<InputFile>& inputs) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const InputFile& in : inputs) {
+      struct stat st {};
+      ::stat(in.path.c_str(), &st);
+      a.push_back({{"path", in.path},
+                   {"size", static_cast<uint64_t>(st.st_size)},
+                   {"mtime_ns", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec}});
+    }
+    return a;
+  }
+
+  // The state of an interrupted run to resume, or nullopt when DIR holds
+  // none. kInvalidArgument when it is another run's (other command line or
+  // inputs), kCorruption when it cannot be parsed.
+  Result<std::optional<nlohmann::json>> Load(const std::vector<InputFile>& inputs) const {
+    std::ifstream in(State());
+    if (!in) return std::optional<nlohmann::json>();
+    std::stringstream ss;
+    ss << in.rdbuf();
+    nlohmann::json state = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    if (state.is_discarded() || !state.is_object() || state.value("version", 0) != 1) {
+      return Status::Corruption(State() + ": not a checkpoint this version can read");
+    }
+    if (state["command_line"] != ResumeKey()) {
+      return Status::InvalidArgument("--checkpoint " + dir_ +
+                                     " holds another run (other arguments); remove it to start afresh");
+    }
+    const nlohmann::json now = Inputs(inputs);
+    const size_t done = state["files_done"].get<size_t>();
+    for (size_t i = 0; i < done; ++i) {
+      if (i >= now.size() || state["inputs"][i] != now[i]) {
+        return Status::InvalidArgument("--checkpoint " + dir_ + ": input " + state["inputs"][i]["path"].dump() +
+                                       " changed since it was read; remove the checkpoint to start afresh");
+      }
+    }
+    return std::optional<nlohmann::json>(std::move(state));
+  }
+
+  // state.json, atomically and durably.
+  Status Save(const nlohmann::json& state) const { return WriteDurably(State(), state.dump(1) + "\n"); }
+
+  // Deletes the checkpoint's files (the run finished), and DIR if it is
+  // then empty.
+  void Remove(size_t files) const {
+    std::remove(State().c_str());
+    for (size_t i = 0; i <= files; ++i) {
+      std::remove(Kept(i).c_str());
+      std::remove(Clusters(i).c_str());
+    }
+    std::error_code ec;
+    std::filesystem::remove(dir_, ec);  // fails, harmlessly, when not empty
+  }
+
+  // `content` to `path` through `path`.tmp, fsynced, renamed, and the
+  // directory fsynced: after a crash the file is either old or new.
+  static Status WriteDurably(const std::string& path, const std::string& content) {
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::IOError("cannot create " + tmp + ": " + std::strerror(errno));
+    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ok = ok && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      return Status::IOError("cannot write " + path + ": " + std::strerror(ok ? errno : err));
+    }
+    return SyncPath(std::filesystem::path(path).parent_path().string());
+  }
+
+  // fsync of a file or directory by name.
+  static Status SyncPath(const std::string& path) {
+    const int fd = ::open(path.empty() ? "." : path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+    const bool ok = ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    return ok ? Status::OK() : Status::IOError("cannot fsync " + path + ": " + std::strerror(err));
+  }
+
+ private:
+  std::string Name(const char* prefix, size_t file, const char* suffix) const {
+    char n[16];
+    std::snprintf(n, sizeof n, "%05zu", file);
+    return dir_ + "/" + prefix + n + suffix;
+  }
+
+  std::string dir_;
+};
+
+}  // namespace neardup::cli
+
+#endif  // NEARDUP_TOOLS_DEDUP_CHECKPOINT_H_
