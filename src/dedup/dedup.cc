@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -53,49 +52,11 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
                                   std::vector<DedupDecision>* out, int threads) {
   out->assign(texts.size(), DedupDecision{});
   Analyze(texts, &sigs_, threads);
-  if (threads > 1 && options_.recheck.enabled && texts.size() > 1) return DecideOnThreads(out, threads);
   // Decisions depend on every earlier one: strictly sequential.
   for (size_t i = 0; i < texts.size(); ++i) {
     auto decision = ProcessSignature(sigs_[i]);
     if (!decision.ok()) return decision.status();
     (*out)[i] = decision.value();
-  }
-  return Status::OK();
-}
-
-// The search against the documents kept before the batch is most of a
-// decision and needs no other decision of the batch: it runs on all threads.
-// Then, in order, each document only searches the ones kept since the batch
-// began, and NearDupSet::Combine picks its answer from both halves exactly
-// as the sequential search would.
-Status Deduplicator::DecideOnThreads(std::vector<DedupDecision>* out, int threads) {
-  partial_.resize(sigs_.size());
-  std::mutex mu;
-  Status failed;
-  ParallelFor(sigs_.size(), threads, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      Status st = set_->FindOlder(sigs_[i], &partial_[i]);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        failed = st;
-        return;
-      }
-    }
-  });
-  NEARDUP_RETURN_IF_ERROR(failed);
-  const uint64_t first_new = next_sequence_;
-  NearDupSet::Partial newer;
-  bool any_kept = false;  // since the batch began: else the first half is the whole answer
-  for (size_t i = 0; i < sigs_.size(); ++i) {
-    std::optional<DuplicateMatch> match;
-    if (any_kept) {
-      NEARDUP_RETURN_IF_ERROR(set_->FindDuplicateFrom(sigs_[i], first_new, &newer));
-    } else {
-      newer = NearDupSet::Partial{};  // nothing newer yet
-    }
-    set_->Combine(sigs_[i], partial_[i], newer, &match);
-    NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(sigs_[i], match));
-    any_kept |= !(*out)[i].duplicate;
   }
   return Status::OK();
 }
@@ -117,10 +78,6 @@ size_t Deduplicator::MemoryBytes() const { return set_->MemoryBytes(); }
 Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
   std::optional<DuplicateMatch> match;
   NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
-  return Apply(doc, match);
-}
-
-Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match) {
   const uint64_t sequence = next_sequence_;
   DedupDecision decision;
   decision.has_features = doc.has_features;

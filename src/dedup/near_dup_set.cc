@@ -33,20 +33,15 @@ class AnchorTable {
   void Prefetch(uint32_t key) const { table_.Prefetch(Murmur3Fmix64(key)); }
 
   // Appends the ids under key to *out; false (and nothing) for a stop key.
-  // Only ids >= min_id are appended (a search of the newest documents).
-  bool Collect(uint32_t key, std::vector<DocId>* out, DocId min_id = 0) const {
+  bool Collect(uint32_t key, std::vector<DocId>* out) const {
     const Slot* s = Find(key);
     if (s == nullptr) return true;
     if (s->n == kStop) return false;
     if (s->n == 1) {
-      if (s->v >= min_id) out->push_back(s->v);
-    } else if (min_id == 0) {
+      out->push_back(s->v);
+    } else {
       const auto& l = lists_[s->v];
       out->insert(out->end(), l.begin(), l.end());
-    } else {
-      for (DocId id : lists_[s->v]) {
-        if (id >= min_id) out->push_back(id);
-      }
     }
     return true;
   }
@@ -370,60 +365,6 @@ bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const u
 // a source are prefetched before the first is used.
 Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
                                  std::vector<DuplicateMatch>* all) const {
-  return FindImpl(doc, 0, best, all, nullptr, nullptr);
-}
-
-Status NearDupSet::FindDuplicateFrom(const DocSignature& doc, DocId min_id, Partial* out) const {
-  out->exact_answer = false;
-  out->accepted.clear();
-  return FindImpl(doc, min_id, &out->best, nullptr, &out->exact_answer, nullptr);
-}
-
-Status NearDupSet::FindOlder(const DocSignature& doc, Partial* out) const {
-  out->exact_answer = false;
-  out->accepted.clear();
-  return FindImpl(doc, 0, &out->best, nullptr, &out->exact_answer, out);
-}
-
-// Over older ∪ newer: the exact step takes the smallest accepted id, and
-// every older id is below every newer one; the near step ranks candidates
-// one by one, so the best of the union is the better of the newer best and
-// the best older candidate that this search would have found (by
-// fingerprint, or under an anchor it probes now).
-void NearDupSet::Combine(const DocSignature& doc, const Partial& older, const Partial& newer,
-                         std::optional<DuplicateMatch>* best) const {
-  if (older.exact_answer || newer.exact_answer) {
-    *best = older.exact_answer ? older.best : newer.best;
-    return;
-  }
-  *best = newer.best;
-  const uint64_t probed = ProbedAnchors(doc);
-  for (const Partial::Found& f : older.accepted) {
-    if ((f.anchors & probed) == 0) continue;
-    if (!best->has_value() || RanksBefore(RankOf(f.match), RankOf(**best), options_.recheck.enabled)) *best = f.match;
-  }
-}
-
-bool NearDupSet::UsesAnchors(const DocSignature& doc) const {
-  const RecheckOptions& r = options_.recheck;
-  return r.enabled && r.anchors > 0 && doc.has_sketch() && t_->sketch_slot.size() != 0;
-}
-
-uint64_t NearDupSet::ProbedAnchors(const DocSignature& doc) const {
-  if (!doc.has_features) return 0;
-  uint64_t bits = ~uint64_t{0} << kAnchorCount;  // fingerprint candidates always count
-  if (!UsesAnchors(doc)) return bits;
-  int probed = 0;
-  for (size_t j = 0; j < doc.sketch.anchors.size() && probed < options_.recheck.anchors; ++j) {
-    if (t_->anchors.IsStop(doc.sketch.anchors[j])) continue;
-    bits |= uint64_t{1} << j;
-    ++probed;
-  }
-  return bits;
-}
-
-Status NearDupSet::FindImpl(const DocSignature& doc, DocId min_id, std::optional<DuplicateMatch>* best,
-                            std::vector<DuplicateMatch>* all, bool* exact_answer, Partial* older) const {
   best->reset();
   if (all) all->clear();
   t_record_buffers.Reset();
@@ -437,36 +378,23 @@ Status NearDupSet::FindImpl(const DocSignature& doc, DocId min_id, std::optional
     t_filter.threshold = r.threshold;
   }
   const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
-  const bool use_anchors = UsesAnchors(doc);
+  const bool use_anchors = r.enabled && r.anchors > 0 && sketches;
   // The anchor slots are random reads: request them all before the first.
   if (use_anchors) {
     for (uint32_t a : doc.sketch.anchors) t_->anchors.Prefetch(a);
   }
   thread_local std::vector<DocId> exact_ids;
   ExactMatches(doc.content_hash, &exact_ids);
-  if (min_id > 0) std::erase_if(exact_ids, [&](DocId id) { return id < min_id; });
   if (!exact_ids.empty() && (options_.exact_fast_path || !doc.has_features)) {
     NEARDUP_RETURN_IF_ERROR(ExactAnswer(doc, exact_ids, best));
-    if (exact_answer) *exact_answer = best->has_value();
     if (best->has_value() && !all) return Status::OK();
     if (best->has_value()) all->push_back(**best);
   }
   if (!doc.has_features) return Status::OK();
   thread_local std::vector<SketchedMatch> checked;
-  NEARDUP_RETURN_IF_ERROR(FingerprintCandidates(doc, sketches, min_id, &checked));
-  thread_local std::vector<uint64_t> found_by;
-  found_by.assign(checked.size(), ~uint64_t{0});
-  if (use_anchors) NEARDUP_RETURN_IF_ERROR(AddAnchorCandidates(doc, min_id, &checked, older ? &found_by : nullptr));
-  if (!older) {
-    RankAccepted(doc, checked, exact_ids, best, all);
-    return Status::OK();
-  }
-  for (size_t i = 0; i < checked.size(); ++i) {
-    DuplicateMatch m;
-    if (!Accept(doc, checked[i].first, checked[i].second, &m)) continue;
-    m.exact = std::find(exact_ids.begin(), exact_ids.end(), m.id) != exact_ids.end();
-    older->accepted.push_back({m, found_by[i]});
-  }
+  NEARDUP_RETURN_IF_ERROR(FingerprintCandidates(doc, sketches, &checked));
+  if (use_anchors) NEARDUP_RETURN_IF_ERROR(AddAnchorCandidates(doc, &checked));
+  RankAccepted(doc, checked, exact_ids, best, all);
   return Status::OK();
 }
 
@@ -492,13 +420,12 @@ Status NearDupSet::ExactAnswer(const DocSignature& doc, std::vector<DocId>& exac
 }
 
 // Ordered by distance, then id: the index's order.
-Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches, DocId min_id,
+Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
                                          std::vector<SketchedMatch>* out) const {
   thread_local std::vector<Match> candidates;
   NEARDUP_RETURN_IF_ERROR(index_->Search(doc.fingerprint, SearchRadius(doc), &candidates));
   out->clear();
   for (const Match& c : candidates) {
-    if (c.id < min_id) continue;
     const uint32_t* rec = nullptr;
     bool rejected = false;
     if (sketches) NEARDUP_RETURN_IF_ERROR(t_->Load(c.id, t_filter, &rec, &rejected));
@@ -511,24 +438,17 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
 // (a stop key is skipped, not counted) and not already found by fingerprint:
 // the short near-duplicates simhash misses. `checked` stays ordered by
 // distance, then id.
-Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, DocId min_id, std::vector<SketchedMatch>* checked,
-                                       std::vector<uint64_t>* found_by) const {
+Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const {
   thread_local std::vector<DocId> ids;
-  thread_local std::vector<std::pair<DocId, uint64_t>> tagged;  // found_by: (id, anchor bit)
   ids.clear();
-  tagged.clear();
   int probed = 0;
-  for (size_t j = 0; j < doc.sketch.anchors.size(); ++j) {
-    if (!found_by && probed == options_.recheck.anchors) break;
-    const size_t before = ids.size();
-    if (!t_->anchors.Collect(doc.sketch.anchors[j], &ids, min_id)) continue;  // a stop key
-    ++probed;
-    for (size_t k = before; found_by && k < ids.size(); ++k) tagged.emplace_back(ids[k], uint64_t{1} << j);
+  for (uint32_t a : doc.sketch.anchors) {
+    if (probed == options_.recheck.anchors) break;
+    if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
   }
   if (ids.empty()) return Status::OK();
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  if (found_by) std::sort(tagged.begin(), tagged.end());
   const size_t found = checked->size();
   size_t kept = 0;
   for (DocId id : ids) {
@@ -541,18 +461,11 @@ Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, DocId min_id, st
   ids.resize(kept);
   // Each candidate is two dependent random reads (its slot, then its
   // record): one pass per level, so the misses of a level overlap.
-  size_t t = 0;  // into tagged, which is sorted by id like ids
   for (DocId id : ids) {
     const uint32_t* rec = nullptr;
     bool rejected = false;
     NEARDUP_RETURN_IF_ERROR(t_->Load(id, t_filter, &rec, &rejected));
     if (rec == nullptr) continue;
-    if (found_by) {
-      uint64_t bits = 0;
-      while (t < tagged.size() && tagged[t].first < id) ++t;
-      for (; t < tagged.size() && tagged[t].first == id; ++t) bits |= tagged[t].second;
-      found_by->push_back(bits);
-    }
     // The header and the sketch values: up to 5 cache lines (reading the
     // record's length first would wait for the first of them).
     for (size_t w = 0; w < kRecHeader + kSketchSize; w += 16) __builtin_prefetch(rec + w);
@@ -564,9 +477,7 @@ Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, DocId min_id, st
     (*checked)[i].first.fingerprint = fp;
     (*checked)[i].first.distance = HammingDistance(fp, doc.fingerprint);
   }
-  // Nearest first (the plain rule takes the first); FindOlder ranks every
-  // candidate, so its order (and found_by's alignment) is left alone.
-  if (checked->size() > found && !found_by) {
+  if (checked->size() > found) {
     std::sort(checked->begin(), checked->end(), [](const auto& a, const auto& b) {
       return a.first.distance != b.first.distance ? a.first.distance < b.first.distance : a.first.id < b.first.id;
     });

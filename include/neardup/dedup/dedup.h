@@ -164,14 +164,7 @@ class Deduplicator {
   std::unique_ptr<NearDupSet> set_;
   uint64_t next_sequence_ = 0;
   DedupStats stats_;
-  // ProcessBatch on several threads: the first half of every search
-  // (NearDupSet::FindDuplicateFrom), then the decisions in order.
-  Status DecideOnThreads(std::vector<DedupDecision>* out, int threads);
-  // Records a decision given the best match (none: the document is kept).
-  Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match);
-
   std::vector<DocSignature> sigs_;  // scratch
-  std::vector<NearDupSet::Partial> partial_;  // scratch of DecideOnThreads
 };
 
 }  // namespace neardup

@@ -66,29 +66,6 @@ class NearDupSet {
   Status FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
                        std::vector<DuplicateMatch>* all = nullptr) const;
 
-  // FindDuplicate in two halves, so a batch can be decided on several
-  // threads (Deduplicator::ProcessBatch). While no document is added or
-  // removed, FindOlder(doc) runs for many documents at once: every accepted
-  // candidate among the kept documents, with the anchors that found it (all
-  // of the document's anchors are probed, since which of them a later search
-  // probes depends on stop keys still to come). Then, in order, as documents
-  // are added, FindDuplicateFrom(doc, first_new) searches only the ids >=
-  // first_new, and Combine gives exactly FindDuplicate's best answer over
-  // both. Only the best match (no `all`).
-  struct Partial {
-    struct Found {
-      DuplicateMatch match;
-      uint64_t anchors;  // bit j: found under the document's anchor j; all bits: by fingerprint
-    };
-    std::optional<DuplicateMatch> best;  // FindDuplicateFrom's answer, or FindOlder's exact answer
-    bool exact_answer = false;           // best came from the exact (content_hash) step
-    std::vector<Found> accepted;         // FindOlder without an exact answer
-  };
-  Status FindOlder(const DocSignature& doc, Partial* out) const;
-  Status FindDuplicateFrom(const DocSignature& doc, DocId min_id, Partial* out) const;
-  void Combine(const DocSignature& doc, const Partial& older, const Partial& newer,
-               std::optional<DuplicateMatch>* best) const;
-
   // Adds a kept document. kAlreadyExists if `id` is present; with a sketch
   // file (NearDupOptions::sketch_dir), kStorageFull or kIOError when its
   // record cannot be written. On error nothing of the document is kept.
@@ -134,22 +111,8 @@ class NearDupSet {
   using SketchedMatch = std::pair<Match, const uint32_t*>;
   Status ExactAnswer(const DocSignature& doc, std::vector<DocId>& exact_ids,
                      std::optional<DuplicateMatch>* answer) const;
-  // Both sources skip ids below min_id. With `found_by` (FindOlder),
-  // AddAnchorCandidates probes every non-stop anchor and gives each
-  // candidate it adds the anchors that found it (Partial::Found::anchors).
-  // FindDuplicate's search; *exact_answer: whether *best came from the exact
-  // step. With `older` (FindOlder): every accepted candidate goes there
-  // instead of a ranking.
-  Status FindImpl(const DocSignature& doc, DocId min_id, std::optional<DuplicateMatch>* best,
-                  std::vector<DuplicateMatch>* all, bool* exact_answer, Partial* older) const;
-  Status FingerprintCandidates(const DocSignature& doc, bool sketches, DocId min_id,
-                               std::vector<SketchedMatch>* out) const;
-  Status AddAnchorCandidates(const DocSignature& doc, DocId min_id, std::vector<SketchedMatch>* checked,
-                             std::vector<uint64_t>* found_by) const;
-  // Bit j: the search probes the document's anchor j (the first
-  // recheck.anchors non-stop ones); 0 when it probes none.
-  uint64_t ProbedAnchors(const DocSignature& doc) const;
-  bool UsesAnchors(const DocSignature& doc) const;
+  Status FingerprintCandidates(const DocSignature& doc, bool sketches, std::vector<SketchedMatch>* out) const;
+  Status AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const;
   void RankAccepted(const DocSignature& doc, const std::vector<SketchedMatch>& checked,
                     const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
                     std::vector<DuplicateMatch>* all) const;
