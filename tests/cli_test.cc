@@ -528,6 +528,19 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
 }
 
+// --sketch-dir keeps the sketch records in an unnamed file: the same
+// outputs, and nothing left in the directory.
+TEST_F(CliTest, SketchDirGivesTheSameOutputs) {
+  std::filesystem::create_directories(Path("sk"));
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("a") + " -d " + Path("ad")), 0) << err_;
+  ASSERT_EQ(Run("dedup -i " + kSample + " --sketch-dir " + Path("sk") + " -o " + Path("b") + " -d " + Path("bd")), 0)
+      << err_;
+  EXPECT_EQ(ReadFile(Path("a")), ReadFile(Path("b")));
+  EXPECT_EQ(ReadFile(Path("ad")), ReadFile(Path("bd")));
+  EXPECT_TRUE(std::filesystem::is_empty(Path("sk")));
+  EXPECT_EQ(Run("dedup -i " + kSample + " --sketch-dir " + Path("none") + " -o " + Path("c")), 2);
+}
+
 TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("kept") + " -d " + Path("d")), 0) << err_;
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("ann") + " --annotate neardup"), 0) << err_;

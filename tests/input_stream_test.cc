@@ -34,7 +34,8 @@ class InputStreamTest : public ::testing::Test {
   }
 
   // Everything the stream yields, in reads of `chunk` bytes.
-  static Status ReadAll(const std::string& path, size_t chunk, std::string* out, Compression* kind = nullptr) {
+  static Status ReadAll(const std::string& path, size_t chunk, std::string* out, Compression* kind = nullptr,
+                        uint64_t* raw_bytes = nullptr) {
     auto s = InputStream::Open(path);
     if (!s.ok()) return s.status();
     std::string buf(chunk, '\0');
@@ -45,6 +46,7 @@ class InputStreamTest : public ::testing::Test {
       out->append(buf.data(), got);
     }
     if (kind != nullptr) *kind = s.value()->compression();
+    if (raw_bytes != nullptr) *raw_bytes = s.value()->raw_bytes();
     return Status::OK();
   }
 
@@ -71,8 +73,12 @@ TEST_F(InputStreamTest, PlainGzipAndZstdReadTheSame) {
     for (size_t chunk : {size_t{1} << 16, size_t{7}}) {
       std::string got;
       Compression kind;
-      ASSERT_TRUE(ReadAll(Write(c.name, c.bytes), chunk, &got, &kind).ok()) << c.name;
+      uint64_t raw = 0;
+      ASSERT_TRUE(ReadAll(Write(c.name, c.bytes), chunk, &got, &kind, &raw).ok()) << c.name;
       EXPECT_EQ(kind, c.kind) << c.name;
+      // Every byte of the file is counted (the progress line's bytes and
+      // ETA); a plain file's once stood at the first 64 KiB.
+      EXPECT_EQ(raw, c.bytes.size()) << c.name << " chunk " << chunk;
       EXPECT_EQ(got, data) << c.name << " chunk " << chunk;
     }
   }

@@ -45,6 +45,7 @@ struct DedupFlags {
   std::string save_index;               // --save-index: this run's kept documents
   std::string keep = "first";           // --keep: first | longest
   std::string checkpoint;               // --checkpoint DIR: resumable run
+  std::string sketch_dir;               // --sketch-dir: sketch records in a file there
 };
 
 // The kept-document file and its description inside a --save-index /
@@ -718,6 +719,7 @@ int RunDedup(const DedupFlags& f) {
   options.k = f.k;
   options.fingerprint = fp_options.value();
   options.recheck = f.recheck_options;
+  options.sketch_dir = f.sketch_dir;
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
   if (f.output_shards > 1 && f.output.find("{shard}") == std::string::npos) {
@@ -805,6 +807,11 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "(decided from the longest text to the shortest, ties in input order; reads the inputs twice "
                   "and holds every document's signature)")
       ->check(CLI::IsMember({"first", "longest"}));
+  cmd->add_option("--sketch-dir", f->sketch_dir,
+                  "Keep the kept documents' re-check sketches in an unnamed temporary file in this directory "
+                  "instead of memory (read back only for a check's few candidates): the same output in much "
+                  "less memory. The file is gone when the run ends")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Make the run resumable: after each input file, make the outputs durable and save the run's "
                   "state in this directory. Run the same command again after an interruption: it continues "

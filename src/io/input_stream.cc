@@ -164,6 +164,7 @@ Status InputStream::Read(char* buf, size_t capacity, size_t* got) {
   while (status_.ok() && capacity > 0) {
     if (decoder_ == nullptr && raw_pos_ == raw_end_) {  // plain: straight into buf
       *got = std::fread(buf, 1, capacity, file_);
+      raw_bytes_ += *got;  // the progress line's bytes (it stood still on plain files)
       if (*got == 0 && std::ferror(file_)) {
         status_ = Status::IOError("cannot read " + name_ + ": " + std::strerror(errno));
       }

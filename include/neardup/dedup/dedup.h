@@ -66,6 +66,10 @@ struct DedupOptions {
   // The length-aware re-check of short texts (near_dup_set.h,
   // docs/ACCURACY.md); recheck.enabled = false gives the plain rule above.
   RecheckOptions recheck;
+  // Empty: the kept documents' sketch records live in memory; else in an
+  // unnamed temporary file in this directory (NearDupOptions::sketch_dir):
+  // the same decisions in much less memory, a read per candidate.
+  std::string sketch_dir;
 };
 
 struct DedupDecision {
