@@ -742,6 +742,7 @@ class PgEngine final : public Engine {
     CheckRun run(n, doc, mode, now);
     const bool query = mode == CheckMode::kQueryOnly;
     const bool may_store = !query && run.ts >= run.cutoff;
+    if (!Step("started")) return Abandon(c);
     if (may_store) {
       NEARDUP_RETURN_IF_ERROR(EnsurePartition(c, n, n.Window(run.ts)));
       DropExpired(c, n, now);

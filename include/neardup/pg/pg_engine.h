@@ -63,10 +63,11 @@ struct PgEngineOptions {
   int retry_budget_ms = 15000;         // a check retried across lost connections and deadlocks
   int windows_per_retention = 4;       // time partitions per retention period
   std::function<int64_t()> clock_ms;   // tests inject time; default: system clock
-  // Tests: called inside a check-and-insert transaction after its locks
-  // are taken ("locked") and after its writes, just before COMMIT
-  // ("writing"); returning false abandons the check (the connection is
-  // closed, as if the process died: PostgreSQL rolls the transaction back).
+  // Tests: called when a check starts ("started"), inside a check-and-insert
+  // transaction after its locks are taken ("locked") and after its writes
+  // are built, just before they are sent with COMMIT ("writing"); returning
+  // false abandons the check (the connection is closed, as if the process
+  // died: PostgreSQL rolls the transaction back) and it answers kUnavailable.
   std::function<bool(std::string_view step)> step_hook;
 };
 
