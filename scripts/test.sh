@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command 2 of the README: the whole test suite.
 #  1. Release build, every test (ctest: labels unit, threads, needs-redis,
-#     slow; cmake/tests.cmake), and the README's and docs' examples
+#     needs-postgres: one private server per run, scripts/postgres.sh; slow;
+#     cmake/tests.cmake), and the README's and docs' examples
 #     (scripts/doctest_docs.py, also a ctest), the Python package's pytest
 #     suite (python/tests), disk full under load on a small tmpfs
 #     (scripts/disk_full_test.sh), and short checked histories under faults

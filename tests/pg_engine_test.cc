@@ -213,7 +213,10 @@ LoadResult RunLoad(Engine& e, const std::string& ns, std::chrono::milliseconds l
 }
 
 TEST_F(PgEngineTest, LostConnectionsAreRetried) {
+  // Its connections carry their own application_name: only they are cut.
+  const std::string app = "neardup_lost_" + std::to_string(getpid());
   PgEngineOptions o = Options();
+  o.uri += "&application_name=" + app;
   auto e = Open(o);
   ASSERT_TRUE(e);
   const std::string ns = UniqueNs("lost");
@@ -221,10 +224,9 @@ TEST_F(PgEngineTest, LostConnectionsAreRetried) {
   PGconn* admin = PQconnectdb(server_->uri().c_str());
   ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
   auto kill_backends = [&](int) {
-    // Every other backend of this database (ours and the engine's peers of
-    // other tests too: they retry the same way).
-    PQclear(PQexec(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-                          "AND datname = current_database() AND backend_type = 'client backend'"));
+    const std::string sql =
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '" + app + "'";
+    PQclear(PQexec(admin, sql.c_str()));
   };
   const LoadResult r = RunLoad(*e, ns, std::chrono::milliseconds(3000), kill_backends, 4);
   PQfinish(admin);

@@ -57,7 +57,7 @@ Status PgConn::Ensure() {
   }
   // Settings every statement relies on: hex bytea output, UTC, a bound on
   // waiting for a lock (a stuck peer makes a check fail with 503, not hang).
-  PGresult* r = PQexec(conn_, "SET bytea_output = 'hex'; SET lock_timeout = '20s'; SET TIME ZONE 'UTC'; SET client_min_messages = warning");
+  PGresult* r = PQexec(conn_, "SET bytea_output = 'hex'; SET lock_timeout = '20s'; SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '10s'");
   auto done = Finish(r);
   return done.ok() ? Status::OK() : done.status();
 }

@@ -333,17 +333,20 @@ class PgEngine final : public Engine {
     NamespaceStats s;
     s.name = name;
     s.settings = info.value()->settings;
-    auto c = pool_.Acquire();
-    auto r = c->Exec(
-        "SELECT coalesce(sum(checks),0), coalesce(sum(duplicates),0), coalesce(sum(inserted),0), "
-        "coalesce(sum(deleted),0), coalesce(sum(expired),0) FROM neardup_counters WHERE gen = $1",
-        {std::to_string(info.value()->gen)});
-    if (!r.ok()) return r.status();
-    s.checks = static_cast<uint64_t>(r->i64(0, 0));
-    s.duplicates = static_cast<uint64_t>(r->i64(0, 1));
-    s.inserted = static_cast<uint64_t>(r->i64(0, 2));
-    s.deleted = static_cast<uint64_t>(r->i64(0, 3));
-    s.expired = static_cast<uint64_t>(r->i64(0, 4));
+    Status st = Retrying([&](PgConn& c) -> Status {
+      auto r = c.Exec(
+          "SELECT coalesce(sum(checks),0), coalesce(sum(duplicates),0), coalesce(sum(inserted),0), "
+          "coalesce(sum(deleted),0), coalesce(sum(expired),0) FROM neardup_counters WHERE gen = $1",
+          {std::to_string(info.value()->gen)});
+      if (!r.ok()) return r.status();
+      s.checks = static_cast<uint64_t>(r->i64(0, 0));
+      s.duplicates = static_cast<uint64_t>(r->i64(0, 1));
+      s.inserted = static_cast<uint64_t>(r->i64(0, 2));
+      s.deleted = static_cast<uint64_t>(r->i64(0, 3));
+      s.expired = static_cast<uint64_t>(r->i64(0, 4));
+      return Status::OK();
+    });
+    if (!st.ok()) return st;
     const uint64_t gone = s.deleted + s.expired;
     s.documents = s.inserted > gone ? s.inserted - gone : 0;
     return s;
@@ -372,10 +375,13 @@ class PgEngine final : public Engine {
 
   std::vector<std::string> ListNamespaces() override {
     std::vector<std::string> out;
-    auto c = pool_.Acquire();
-    auto r = c->Exec("SELECT name FROM neardup_namespaces ORDER BY name");
-    if (!r.ok()) return out;
-    for (int i = 0; i < r->size(); ++i) out.emplace_back(r->text(i, 0));
+    (void)Retrying([&](PgConn& c) -> Status {
+      auto r = c.Exec("SELECT name FROM neardup_namespaces ORDER BY name");
+      if (!r.ok()) return r.status();
+      out.clear();
+      for (int i = 0; i < r->size(); ++i) out.emplace_back(r->text(i, 0));
+      return Status::OK();
+    });
     return out;
   }
 
