@@ -40,6 +40,7 @@ done
 serve=${NEARDUP_SERVE:-build/neardup-serve}
 [[ -x $serve ]] || { echo "no $serve: build first (scripts/build.sh)" >&2; exit 3; }
 work=$(mktemp -d /tmp/neardup-history.XXXXXX)
+chmod 755 "$work"  # the postgres store's server runs as the postgres user (scripts/postgres.sh)
 out=${out:-$work}
 mkdir -p "$out"
 flog=$out/faults.jsonl
