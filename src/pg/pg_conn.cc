@@ -57,7 +57,7 @@ Status PgConn::Ensure() {
   }
   // Settings every statement relies on: hex bytea output, UTC, a bound on
   // waiting for a lock (a stuck peer makes a check fail with 503, not hang).
-  PGresult* r = PQexec(conn_, "SET bytea_output = 'hex'; SET lock_timeout = '20s'; SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '10s'");
+  PGresult* r = PQexec(conn_, "SET bytea_output = 'hex'; SET lock_timeout = '20s'; SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '10s'; SET plan_cache_mode = force_generic_plan");
   auto done = Finish(r);
   return done.ok() ? Status::OK() : done.status();
 }
@@ -65,6 +65,84 @@ Status PgConn::Ensure() {
 void PgConn::Close() {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
+  prepared_.clear();
+}
+
+Status PgConn::Prepare(const std::string& sql, int params, const std::string** name) {
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    const std::string n = "nd" + std::to_string(next_name_++);
+    auto done = Finish(PQprepare(conn_, n.c_str(), sql.c_str(), params, nullptr));
+    if (!done.ok()) return done.status();
+    it = prepared_.emplace(sql, n).first;
+  }
+  *name = &it->second;
+  return Status::OK();
+}
+
+Result<std::vector<PgRows>> PgConn::Run(const std::vector<PgStmt>& stmts) {
+  NEARDUP_RETURN_IF_ERROR(Ensure());
+  std::vector<const std::string*> names(stmts.size());
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    NEARDUP_RETURN_IF_ERROR(Prepare(stmts[i].sql, static_cast<int>(stmts[i].params.size()), &names[i]));
+  }
+  auto lost = [&](const char* what) -> Status {
+    std::string msg = conn_ ? PQerrorMessage(conn_) : "";
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    Close();
+    retryable_ = true;
+    return Status::Unavailable(std::string("postgresql: connection lost (") + what + "): " + msg);
+  };
+  if (PQenterPipelineMode(conn_) != 1) return lost("pipeline");
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    const PgParams& params = stmts[i].params;
+    std::vector<const char*> values(params.size());
+    std::vector<int> lengths(params.size());
+    for (size_t j = 0; j < params.size(); ++j) {
+      values[j] = params[j] ? params[j]->c_str() : nullptr;
+      lengths[j] = params[j] ? static_cast<int>(params[j]->size()) : 0;
+    }
+    if (PQsendQueryPrepared(conn_, names[i]->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
+                            nullptr, 0) != 1) {
+      return lost("send");
+    }
+  }
+  if (PQpipelineSync(conn_) != 1) return lost("sync");
+  std::vector<PgRows> out;
+  PgResultPtr first_error;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    PgResultPtr r(PQgetResult(conn_));
+    if (!r) return lost("result");
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL that ends this statement
+    const ExecStatusType st = PQresultStatus(r.get());
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+      out.emplace_back(std::move(r));
+    } else if (st == PGRES_PIPELINE_ABORTED) {
+      out.emplace_back();
+    } else {
+      if (!first_error) first_error = std::move(r);
+      out.emplace_back();
+    }
+  }
+  PgResultPtr sync(PQgetResult(conn_));
+  if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) return lost("sync result");
+  if (PQexitPipelineMode(conn_) != 1) return lost("pipeline end");
+  if (first_error) {
+    auto failed = Finish(first_error.release());
+    // A statement that named a dropped table: its plan is gone with it.
+    if (sqlstate_ == "42P01" || sqlstate_ == "0A000" || sqlstate_ == "26000") {
+      for (auto& s : stmts) {
+        auto it = prepared_.find(s.sql);
+        if (it == prepared_.end()) continue;
+        PQclear(PQexec(conn_, ("DEALLOCATE " + it->second).c_str()));
+        prepared_.erase(it);
+      }
+    }
+    return failed.status();
+  }
+  retryable_ = false;
+  sqlstate_.clear();
+  return out;
 }
 
 Result<PgRows> PgConn::Finish(PGresult* r) {

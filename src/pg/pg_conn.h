@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "neardup/util/status.h"
@@ -68,6 +69,12 @@ std::string PgArray(const std::vector<Int>& v) {
   return s + "}";
 }
 
+// One statement of a pipeline (PgConn::Run).
+struct PgStmt {
+  std::string sql;
+  PgParams params;
+};
+
 class PgConn {
  public:
   explicit PgConn(std::string conninfo) : conninfo_(std::move(conninfo)) {}
@@ -81,6 +88,12 @@ class PgConn {
   // of statements run by PQexec, which answers the last one's rows.
   Result<PgRows> Exec(const std::string& sql, const PgParams& params = {});
   Result<PgRows> ExecMulti(const std::string& sql);
+  // Statements sent together in one pipeline (one round trip), each as a
+  // prepared statement of this connection (prepared on first use: the
+  // planning is then paid once per connection, not per check). The first
+  // failure fails the call (the later statements are skipped by the server;
+  // a transaction they opened is rolled back).
+  Result<std::vector<PgRows>> Run(const std::vector<PgStmt>& stmts);
   // Drops the connection (a test's simulated crash; a lost connection).
   void Close();
   // Whether the last failure may succeed when the whole transaction is
@@ -95,9 +108,12 @@ class PgConn {
 
  private:
   Result<PgRows> Finish(PGresult* r);
+  Status Prepare(const std::string& sql, int params, const std::string** name);
 
   std::string conninfo_;
   PGconn* conn_ = nullptr;
+  std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name, on conn_
+  uint64_t next_name_ = 0;
   bool retryable_ = false;
   std::string sqlstate_;
 };

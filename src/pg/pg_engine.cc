@@ -455,7 +455,7 @@ class PgEngine final : public Engine {
         (void)c.ExecMulti("ROLLBACK");
         return Status::NotFound("document \"" + id + "\" not found in namespace \"" + ns + "\"");
       }
-      return c.ExecMulti(CounterSql(n, ConnSlot(c), 0, 0, r->size(), 0) + "; COMMIT").status();
+      return c.Run({CounterStmt(n, ConnSlot(c), 0, 0, r->size(), 0), {"COMMIT", {}}}).status();
     });
   }
 
@@ -708,14 +708,13 @@ class PgEngine final : public Engine {
 
   // Counters are spread over slots (one per connection of each instance) so
   // that concurrent checks do not queue on one row.
-  std::string CounterSql(const NsInfo& n, int conn, int checks, int duplicates, int deleted, int inserted) const {
-    const std::string slot = std::to_string((slot_base_ + conn) % 4096);
-    return "INSERT INTO neardup_counters AS c (gen, slot, checks, duplicates, inserted, deleted) VALUES (" +
-           std::to_string(n.gen) + ", " + slot + ", " + std::to_string(checks) + ", " + std::to_string(duplicates) +
-           ", " + std::to_string(inserted) + ", " + std::to_string(deleted) +
-           ") ON CONFLICT (gen, slot) DO UPDATE SET checks = c.checks + EXCLUDED.checks, "
-           "duplicates = c.duplicates + EXCLUDED.duplicates, inserted = c.inserted + EXCLUDED.inserted, "
-           "deleted = c.deleted + EXCLUDED.deleted";
+  PgStmt CounterStmt(const NsInfo& n, int conn, int checks, int duplicates, int deleted, int inserted) const {
+    return {"INSERT INTO neardup_counters AS c (gen, slot, checks, duplicates, inserted, deleted) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (gen, slot) DO UPDATE SET checks = c.checks + EXCLUDED.checks, "
+            "duplicates = c.duplicates + EXCLUDED.duplicates, inserted = c.inserted + EXCLUDED.inserted, "
+            "deleted = c.deleted + EXCLUDED.deleted",
+            {std::to_string(n.gen), std::to_string((slot_base_ + conn) % 4096), std::to_string(checks),
+             std::to_string(duplicates), std::to_string(inserted), std::to_string(deleted)}};
   }
   std::string CounterSqlExpired(const NsInfo& n, const std::string& partition) const {
     return "INSERT INTO neardup_counters AS c (gen, slot, expired) SELECT " + std::to_string(n.gen) +
@@ -742,7 +741,9 @@ class PgEngine final : public Engine {
   }
 
   // The check's transaction (docs/postgresql.md): lock, read, decide, write,
-  // commit; the answer only once COMMIT returned.
+  // commit; the answer only once COMMIT returned. Three round trips, each a
+  // pipeline of prepared statements: (BEGIN, locks, anchor postings), the
+  // candidate rows, (writes, counters, COMMIT).
   Result<CheckOutcome> CheckWith(PgConn& c, const NsInfo& n, const DocumentInput& doc, CheckMode mode) {
     const int64_t now = options_.clock_ms();
     CheckRun run(n, doc, mode, now);
@@ -753,7 +754,10 @@ class PgEngine final : public Engine {
       NEARDUP_RETURN_IF_ERROR(EnsurePartition(c, n, n.Window(run.ts)));
       DropExpired(c, n, now);
     }
-    // 1. Lock (check-and-insert and insert-always: whatever can conflict).
+    const std::string cut = std::to_string(run.cutoff);
+    // 1. Lock (not for a query): every key the rule can reach a conflicting
+    // document through, sorted. Then the anchor postings.
+    std::vector<PgStmt> first;
     if (!query) {
       std::vector<int64_t> keys = {LockKey('i', n.gen, doc.id), LockKey('e', n.gen, run.sig.content_hash)};
       if (run.sig.has_features) {
@@ -765,78 +769,91 @@ class PgEngine final : public Engine {
       for (uint32_t a : run.anchors) keys.push_back(LockKey('a', n.gen, uint64_t{a}));
       std::sort(keys.begin(), keys.end());
       keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-      auto locked = c.ExecMulti("BEGIN; SELECT * FROM neardup_lock(" + std::to_string(NamespaceLockKey(n.name)) +
-                                ", '" + PgArray(keys) + "', " + c.Literal(n.name) + ")");
-      if (!locked.ok()) return StaleOr(n.name, c, locked.status());
-      if (locked->null(0, 0) || locked->i64(0, 0) != n.gen || locked->i64(0, 1) != n.version) {
-        (void)c.ExecMulti("ROLLBACK");
-        Forget(n.name);
-        stale_retry_ = true;
-        return Status::Unavailable("namespace \"" + n.name + "\" changed during the check; retry");
-      }
-      if (!Step("locked")) return Abandon(c);
+      first.push_back({"BEGIN", {}});
+      first.push_back({"SELECT * FROM neardup_lock($1, $2::bigint[], $3)",
+                       {std::to_string(NamespaceLockKey(n.name)), PgArray(keys), n.name}});
     }
-    // 2. Read: anchor postings, then every row the rule can reach.
-    const std::string cut = std::to_string(run.cutoff);
     if (!run.anchors.empty()) {
       std::vector<int32_t> a32;
       for (uint32_t a : run.anchors) a32.push_back(static_cast<int32_t>(a));
-      auto r = c.Exec("SELECT u.ord, x.no FROM unnest($1::int[]) WITH ORDINALITY u(anchor, ord) "
-                      "CROSS JOIN LATERAL (SELECT d.no FROM " + n.Table("docs") +
-                          " d WHERE d.anchors @> ARRAY[u.anchor] AND d.ts >= $2 LIMIT $3) x",
-                      {PgArray(a32), cut, std::to_string(run.policy.recheck.anchor_max_postings + 1)});
-      if (!r.ok()) return StaleOr(n.name, c, r.status());
-      std::vector<std::vector<int64_t>> postings(run.anchors.size());
-      for (int i = 0; i < r->size(); ++i) {
-        const int64_t ord = r->i64(i, 0);
-        if (ord >= 1 && ord <= static_cast<int64_t>(postings.size())) postings[ord - 1].push_back(r->i64(i, 1));
-      }
-      ChooseAnchors(run, postings);
+      first.push_back({"SELECT u.ord, x.no FROM unnest($1::int[]) WITH ORDINALITY u(anchor, ord) "
+                       "CROSS JOIN LATERAL (SELECT d.no FROM " + n.Table("docs") +
+                           " d WHERE d.anchors @> ARRAY[u.anchor] AND d.ts >= $2 LIMIT $3) x",
+                       {PgArray(a32), cut, std::to_string(run.policy.recheck.anchor_max_postings + 1)}});
     }
+    if (!first.empty()) {
+      auto r = c.Run(first);
+      if (!r.ok()) return StaleOr(n.name, c, r.status());
+      if (!query) {
+        const PgRows& locked = (*r)[1];
+        if (locked.size() != 1 || locked.null(0, 0) || locked.i64(0, 0) != n.gen || locked.i64(0, 1) != n.version) {
+          (void)c.ExecMulti("ROLLBACK");
+          Forget(n.name);
+          stale_retry_ = true;
+          return Status::Unavailable("namespace \"" + n.name + "\" changed during the check; retry");
+        }
+        if (!Step("locked")) return Abandon(c);
+      }
+      if (!run.anchors.empty()) {
+        const PgRows& rows = r->back();
+        std::vector<std::vector<int64_t>> postings(run.anchors.size());
+        for (int i = 0; i < rows.size(); ++i) {
+          const int64_t ord = rows.i64(i, 0);
+          if (ord >= 1 && ord <= static_cast<int64_t>(postings.size())) postings[ord - 1].push_back(rows.i64(i, 1));
+        }
+        ChooseAnchors(run, postings);
+      }
+    }
+    // 2. Read every row the rule can reach.
     std::string where = "ch = $2 OR id = $3 OR no = ANY($4::bigint[])";
     PgParams params = {cut, std::to_string(static_cast<int64_t>(run.sig.content_hash)), doc.id, PgArray(run.probed)};
     if (run.sig.has_features) {
       std::string blocks;
       for (int t = 0; t < n.blocks(); ++t) {
         if (t) blocks += " OR ";
-        blocks += "b" + std::to_string(t) + " = " + std::to_string(n.BlockKey(run.sig.fingerprint, t));
+        blocks += "b" + std::to_string(t) + " = $" + std::to_string(7 + t);
       }
       where += " OR ((" + blocks + ") AND bit_count(int8send(fp # $5)) <= $6)";
       params.push_back(std::to_string(static_cast<int64_t>(run.sig.fingerprint)));
       params.push_back(std::to_string(run.radius));
+      for (int t = 0; t < n.blocks(); ++t) params.push_back(std::to_string(n.BlockKey(run.sig.fingerprint, t)));
     }
-    auto rr = c.Exec("SELECT no, id, ts, fp, ch, hf, extra FROM " + n.Table("docs") + " WHERE ts >= $1 AND (" + where +
-                         ") ORDER BY no",
-                     params);
-    if (!rr.ok()) return StaleOr(n.name, c, rr.status());
+    auto read = c.Run({{"SELECT no, id, ts, fp, ch, hf, extra FROM " + n.Table("docs") + " WHERE ts >= $1 AND (" +
+                            where + ") ORDER BY no",
+                        std::move(params)}});
+    if (!read.ok()) return StaleOr(n.name, c, read.status());
+    const PgRows& rr = read->front();
     std::vector<Row> rows;
-    rows.reserve(static_cast<size_t>(rr->size()));
-    const Row* replay = nullptr;
-    for (int i = 0; i < rr->size(); ++i) {
+    rows.reserve(static_cast<size_t>(rr.size()));
+    for (int i = 0; i < rr.size(); ++i) {
       Row row;
-      row.no = rr->i64(i, 0);
-      row.id = std::string(rr->text(i, 1));
-      row.ts = rr->i64(i, 2);
-      row.fp = static_cast<uint64_t>(rr->i64(i, 3));
-      row.ch = static_cast<uint64_t>(rr->i64(i, 4));
-      row.hf = rr->boolean(i, 5);
+      row.no = rr.i64(i, 0);
+      row.id = std::string(rr.text(i, 1));
+      row.ts = rr.i64(i, 2);
+      row.fp = static_cast<uint64_t>(rr.i64(i, 3));
+      row.ch = static_cast<uint64_t>(rr.i64(i, 4));
+      row.hf = rr.boolean(i, 5);
       row.sig.content_hash = row.ch;
       row.sig.fingerprint = row.fp;
       row.sig.has_features = row.hf;
-      if (!rr->null(i, 6)) (void)DecodeSignatureExtra(rr->bytes(i, 6), &row.sig);  // undecodable: no sketch
+      if (!rr.null(i, 6)) (void)DecodeSignatureExtra(rr.bytes(i, 6), &row.sig);  // undecodable: no sketch
       rows.push_back(std::move(row));
     }
+    const Row* replay = nullptr;
     for (const Row& row : rows) {
       if (row.id == doc.id && replay == nullptr) replay = &row;
     }
     CheckOutcome& out = run.out;
+    std::vector<PgStmt> writes;
     if (!query && replay != nullptr) {
       // Idempotent re-send: the earlier answer stored it; nothing changes.
       out.stored = true;
       out.replay = true;
       out.fingerprint = replay->fp;
       out.has_features = replay->hf;
-      auto done = c.ExecMulti(CounterSql(n, ConnSlot(c), 1, 0, 0, 0) + "; COMMIT");
+      writes.push_back(CounterStmt(n, ConnSlot(c), 1, 0, 0, 0));
+      writes.push_back({"COMMIT", {}});
+      auto done = c.Run(writes);
       if (!done.ok()) return done.status();
       return std::move(out);
     }
@@ -848,42 +865,55 @@ class PgEngine final : public Engine {
                                             a.m.exact, a.row->ts});
     }
     out.duplicate = !out.matches.empty();
-    if (query) {
-      return std::move(out);
-    }
+    if (query) return std::move(out);
     const bool store = may_store && (mode == CheckMode::kInsertAlways || !out.duplicate);
     // 4. Write and commit.
-    std::string sql;
-    if (store) {
-      sql = "INSERT INTO " + n.Table("docs") + " (no, id, ts, fp, ch, hf, ";
-      for (int t = 0; t < n.blocks(); ++t) sql += "b" + std::to_string(t) + ", ";
-      sql += "anchors, extra) VALUES (nextval('" + n.Table("no") + "'), " + c.Literal(doc.id) + ", " +
-             std::to_string(run.ts) + ", " + std::to_string(static_cast<int64_t>(run.sig.fingerprint)) + ", " +
-             std::to_string(static_cast<int64_t>(run.sig.content_hash)) + ", " +
-             (run.sig.has_features ? "true" : "false") + ", ";
-      for (int t = 0; t < n.blocks(); ++t) {
-        sql += run.sig.has_features ? std::to_string(n.BlockKey(run.sig.fingerprint, t)) + ", " : "NULL, ";
-      }
-      std::vector<int32_t> filed;
-      for (uint32_t a : run.filed) filed.push_back(static_cast<int32_t>(a));
-      sql += (run.sketched ? "'" + PgArray(filed) + "'::int[], " + c.ByteaLiteral(EncodeSignatureExtra(run.sig))
-                           : std::string("NULL, NULL")) +
-             "); ";
-    } else if (out.duplicate && mode == CheckMode::kCheckAndInsert && may_store) {
+    if (store) writes.push_back(InsertStmt(n, run));
+    if (out.duplicate && !store && mode == CheckMode::kCheckAndInsert && may_store) {
       const Accepted& best = accepted.front();
-      sql = "INSERT INTO " + n.Table("dups") + " (id, ts, kept_no, distance, similarity) VALUES (" +
-            c.Literal(doc.id) + ", " + std::to_string(run.ts) + ", " + std::to_string(best.row->no) + ", " +
-            std::to_string(best.m.distance) + ", " + std::to_string(best.m.similarity) + "); ";
+      writes.push_back({"INSERT INTO " + n.Table("dups") +
+                            " (id, ts, kept_no, distance, similarity) VALUES ($1, $2, $3, $4, $5)",
+                        {doc.id, std::to_string(run.ts), std::to_string(best.row->no), std::to_string(best.m.distance),
+                         std::to_string(best.m.similarity)}});
     }
-    sql += CounterSql(n, ConnSlot(c), 1, out.duplicate ? 1 : 0, 0, store ? 1 : 0) + "; ";
+    writes.push_back(CounterStmt(n, ConnSlot(c), 1, out.duplicate ? 1 : 0, 0, store ? 1 : 0));
+    writes.push_back({"COMMIT", {}});
     if (!Step("writing")) return Abandon(c);
-    auto done = c.ExecMulti(sql + "COMMIT");
+    auto done = c.Run(writes);
     if (!done.ok()) return StaleOr(n.name, c, done.status());
     if (store) {
       out.stored = true;
       commits_.fetch_add(1);
     }
     return std::move(out);
+  }
+
+  // The kept document's row: its blocks (NULL without features), the
+  // anchors it is filed under and its re-check data (NULL with the re-check
+  // off).
+  static PgStmt InsertStmt(const NsInfo& n, const CheckRun& run) {
+    std::string sql = "INSERT INTO " + n.Table("docs") + " (no, id, ts, fp, ch, hf, anchors, extra";
+    std::string values = "nextval('" + n.Table("no") + "'), $1, $2, $3, $4, $5, $6::int[], $7::bytea";
+    PgStmt st;
+    st.params = {run.doc.id, std::to_string(run.ts), std::to_string(static_cast<int64_t>(run.sig.fingerprint)),
+                 std::to_string(static_cast<int64_t>(run.sig.content_hash)), run.sig.has_features ? "t" : "f"};
+    if (run.sketched) {
+      std::vector<int32_t> filed;
+      for (uint32_t a : run.filed) filed.push_back(static_cast<int32_t>(a));
+      st.params.push_back(PgArray(filed));
+      st.params.push_back(PgBytea(EncodeSignatureExtra(run.sig)));
+    } else {
+      st.params.push_back(std::nullopt);
+      st.params.push_back(std::nullopt);
+    }
+    for (int t = 0; t < n.blocks(); ++t) {
+      sql += ", b" + std::to_string(t);
+      values += ", $" + std::to_string(8 + t);
+      st.params.push_back(run.sig.has_features ? std::optional<std::string>(std::to_string(n.BlockKey(run.sig.fingerprint, t)))
+                                               : std::nullopt);
+    }
+    st.sql = sql + ") VALUES (" + values + ")";
+    return st;
   }
 
   bool Step(std::string_view step) const { return !options_.step_hook || options_.step_hook(step); }
