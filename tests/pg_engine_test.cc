@@ -91,18 +91,10 @@ TEST_F(PgEngineTest, ExactlyOneKeptAcrossInstances) {
   ASSERT_TRUE(e1 && e2);
   std::mt19937_64 rng(99);
   const int want = Trials(150);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(want > 150 ? 3600 : 40);
   const std::string ns = UniqueNs("race");  // one namespace: it fills up as the trials go
-  int trials = 0, raced = 0;
-  for (; trials < want && std::chrono::steady_clock::now() < deadline; ++trials) {
-    const auto texts = NearDuplicateGroup(rng, 2 + trials % 3);
-    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts, "t" + std::to_string(trials) + "-");
-    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
-    ASSERT_EQ(r.kept, 1) << "trial " << trials;
-    raced += r.raced;
-  }
-  EXPECT_GE(raced, kMinRacedTrials) << "of " << trials << " trials";
-  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", trials, raced);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, want, std::chrono::seconds(want > 150 ? 3600 : 40), [&](int) { return ns; },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 3); });
 }
 
 // A quarter of the steps "crash": the connection is dropped mid-transaction
@@ -116,16 +108,9 @@ TEST_F(PgEngineTest, ExactlyOneKeptWhenChecksDieMidTransaction) {
   ASSERT_TRUE(e1 && e2);
   std::mt19937_64 rng(7);
   const int want = Trials(100);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(want > 100 ? 3600 : 30);
-  int trials = 0, raced = 0;
-  for (; trials < want && std::chrono::steady_clock::now() < deadline; ++trials) {
-    const RaceResult r = Race({e1.get(), e2.get()}, UniqueNs("crash"), NearDuplicateGroup(rng, 2 + trials % 2));
-    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
-    ASSERT_EQ(r.kept, 1) << "trial " << trials;
-    raced += r.raced;
-  }
-  EXPECT_GE(raced, kMinRacedTrials) << "of " << trials << " trials";
-  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", trials, raced);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, want, std::chrono::seconds(want > 100 ? 3600 : 30), [&](int) { return UniqueNs("crash"); },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 2); });
 }
 
 // Short texts simhash misses: groups paired only through shared anchors

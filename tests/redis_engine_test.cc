@@ -306,20 +306,9 @@ TEST_F(RedisEngineTest, ExactlyOneKeptAcrossInstancesWithStalls) {
   auto e1 = Open(o1), e2 = Open(o2);
   ASSERT_TRUE(e1 && e2);
   std::mt19937_64 rng(99);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  int trials = 0, raced = 0;
-  for (; trials < 60 && std::chrono::steady_clock::now() < deadline; ++trials) {
-    const std::string ns = UniqueNs("race");
-    const auto texts = NearDuplicateGroup(rng, 2 + trials % 3);
-    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts);
-    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
-    ASSERT_EQ(r.kept, 1) << "trial " << trials;
-    raced += r.raced;
-  }
-  // The time bound only limits the run; it must not make the test pass on
-  // too few real races.
-  EXPECT_GE(raced, kMinRacedTrials) << "of " << trials << " trials";
-  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", trials, raced);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, 60, std::chrono::seconds(15), [&](int) { return UniqueNs("race"); },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 3); });
 }
 
 TEST_F(RedisEngineTest, ExactlyOneKeptWhenInstancesDieMidway) {
@@ -332,18 +321,9 @@ TEST_F(RedisEngineTest, ExactlyOneKeptWhenInstancesDieMidway) {
   auto e1 = Open(o1), e2 = Open(o2);
   ASSERT_TRUE(e1 && e2);
   std::mt19937_64 rng(7);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  int trials = 0, raced = 0;
-  for (; trials < 60 && std::chrono::steady_clock::now() < deadline; ++trials) {
-    const std::string ns = UniqueNs("crash");
-    const auto texts = NearDuplicateGroup(rng, 2 + trials % 2);
-    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts);
-    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
-    ASSERT_EQ(r.kept, 1) << "trial " << trials;
-    raced += r.raced;
-  }
-  EXPECT_GE(raced, kMinRacedTrials) << "of " << trials << " trials";
-  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", trials, raced);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, 60, std::chrono::seconds(15), [&](int) { return UniqueNs("crash"); },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 2); });
 }
 
 // Short texts that plain simhash misses: groups paired up only through

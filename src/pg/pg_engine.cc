@@ -19,20 +19,15 @@
 #include <unordered_map>
 
 #include "neardup/dedup/near_dup_set.h"
+#include "neardup/engine/namespace_record.h"
 #include "neardup/text/fingerprint.h"
 #include "neardup/text/similarity.h"
 #include "pg/pg_conn.h"
-#include "util/call_gate.h"
+#include "engine/shared_store_engine.h"
 
 namespace neardup {
 namespace {
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 constexpr int64_t kNoRetentionWindowMs = 7LL * 24 * 3600 * 1000;
 
@@ -91,12 +86,7 @@ struct NsInfo {
   std::shared_ptr<const Fingerprinter> fp;
   int64_t loaded_ms = 0;
 
-  NearDupOptions Policy() const {
-    NearDupOptions o;
-    o.k = settings.k;
-    o.recheck = settings.recheck;
-    return o;
-  }
+  NearDupOptions Policy() const { return PolicyOf(settings); }
   int blocks() const { return design_k + 1; }
   // Table t's key: bits [64 t / n, 64 (t+1) / n) of the fingerprint. Two
   // fingerprints within design_k bits agree on at least one (pigeonhole).
@@ -115,53 +105,26 @@ struct NsInfo {
   }
 };
 
-Result<std::shared_ptr<const Fingerprinter>> MakeFingerprinter(const NamespaceSettings& s) {
-  FingerprintOptions o;
-  if (s.tokenizer == "mixed") {
-    o.tokenizer = TokenizerKind::kMixedNgram;
-  } else if (s.tokenizer == "icu-words") {
-    o.tokenizer = TokenizerKind::kIcuWords;
-  } else {
-    return Status::InvalidArgument("unknown tokenizer \"" + s.tokenizer + "\"");
-  }
-  o.cjk_ngram = s.cjk_ngram;
-  auto fp = Fingerprinter::Create(o);
-  if (!fp.ok()) return fp.status();
-  return std::make_shared<const Fingerprinter>(std::move(fp).value());
-}
-
 std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, int64_t window_ms, int design_k) {
-  nlohmann::json j = {{"settings", nlohmann::json::parse(s.ToJson())},
-                      {"scheme_id", FingerprintToHex(fp.scheme_id())},
-                      {"scheme", fp.scheme_name()},
-                      {"window_ms", window_ms},
-                      {"design_k", design_k}};
-  return j.dump();
+  return EncodeNamespaceRecord(s, fp, nlohmann::json{{"window_ms", window_ms}, {"design_k", design_k}}.dump());
 }
 
 Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::string& raw, int64_t gen,
                                          int64_t version) {
+  auto record = DecodeNamespaceRecord(name, raw, "postgresql");
+  if (!record.ok()) return record.status();
   const nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
-  auto bad = [&] { return Status::Corruption("namespace \"" + name + "\": unreadable record in postgresql"); };
-  if (j.is_discarded() || !j.is_object() || !j.contains("settings")) return bad();
   auto info = std::make_shared<NsInfo>();
   info->name = name;
   info->raw = raw;
   info->gen = gen;
   info->version = version;
-  auto settings = NamespaceSettings::FromJson(j["settings"].dump(), NamespaceSettings{});
-  if (!settings.ok()) return bad();
-  info->settings = settings.value();
+  info->settings = record->settings;
+  info->fp = record->fingerprinter;
   info->window_ms = j.value("window_ms", int64_t{0});
   info->design_k = j.value("design_k", 0);
-  if (info->window_ms <= 0 || info->design_k < 1 || info->design_k > 15) return bad();
-  auto fp = MakeFingerprinter(info->settings);
-  if (!fp.ok()) return fp.status();
-  info->fp = std::move(fp).value();
-  if (FingerprintToHex(info->fp->scheme_id()) != j.value("scheme_id", "")) {
-    return Status::FailedPrecondition("namespace \"" + name + "\" was written with fingerprint scheme " +
-                                      j.value("scheme", std::string("?")) + "; this build computes " +
-                                      info->fp->scheme_name() + ": refusing to mix them");
+  if (info->window_ms <= 0 || info->design_k < 1 || info->design_k > 15) {
+    return Status::Corruption("namespace \"" + name + "\": unreadable record in postgresql");
   }
   return info;
 }
@@ -191,34 +154,19 @@ struct Row {
 };
 
 // One check: what it derives from the document and the namespace.
-struct CheckRun {
+struct CheckRun : CheckBasis {
   CheckRun(const NsInfo& ns, const DocumentInput& d, CheckMode m, int64_t now)
-      : n(ns), doc(d), mode(m), policy(ns.Policy()) {
-    TextAnalysis analysis;
-    n.fp->Analyze(doc.text, &analysis);
-    sig = MakeSignature(analysis, doc.text, policy.recheck.shingle_size);
-    cutoff = n.Cutoff(now);
-    ts = doc.timestamp_ms.value_or(now);
-    sketched = policy.recheck.enabled && sig.has_sketch();
+      : CheckBasis(*ns.fp, ns.Policy(), d, m, ns.Cutoff(now), now), n(ns) {
     if (sketched && policy.recheck.anchors > 0) anchors = sig.sketch.anchors;
     // NearDupSet::SearchRadius: short texts search max(k, short_k).
     radius = sketched && IsShortText(policy.recheck, sig.num_chars) ? std::max(policy.k, policy.recheck.short_k)
                                                                     : policy.k;
-    out.fingerprint = sig.fingerprint;
-    out.has_features = sig.has_features;
   }
   const NsInfo& n;
-  const DocumentInput& doc;
-  const CheckMode mode;
-  const NearDupOptions policy;
-  DocSignature sig;
-  int64_t cutoff = 0, ts = 0;
-  bool sketched = false;
   int radius = 0;
   std::vector<uint32_t> anchors;   // all of the sketch's anchors (up to kAnchorCount)
   std::vector<int64_t> probed;     // documents filed under the anchors it probes
   std::vector<uint32_t> filed;     // stored: filed under these
-  CheckOutcome out;
 };
 
 // The embedded store's anchor choice (NearDupSet): probe the first
@@ -227,18 +175,11 @@ struct CheckRun {
 // `postings[a]` = the documents filed under anchors[a] (at most cap + 1 read).
 void ChooseAnchors(CheckRun& run, const std::vector<std::vector<int64_t>>& postings) {
   const auto cap = static_cast<size_t>(run.policy.recheck.anchor_max_postings);
-  const auto want_probe = static_cast<size_t>(run.policy.recheck.anchors);
-  const auto want_filed = static_cast<size_t>(std::max(run.policy.recheck.anchors, RecheckOptions{}.anchors));
-  size_t probes = 0;
-  for (size_t a = 0; a < run.anchors.size(); ++a) {
-    if (probes >= want_probe && run.filed.size() >= want_filed) break;
-    if (postings[a].size() > cap) continue;  // a stop key
-    if (probes < want_probe) {
-      run.probed.insert(run.probed.end(), postings[a].begin(), postings[a].end());
-      ++probes;
-    }
-    if (run.filed.size() < want_filed) run.filed.push_back(run.anchors[a]);
-  }
+  std::vector<size_t> probe, filed;
+  (void)ChooseAnchors(run.policy.recheck, run.anchors.size(), [&](size_t a) { return postings[a].size() > cap ? 1 : 0; },
+                      &probe, &filed);
+  for (size_t a : probe) run.probed.insert(run.probed.end(), postings[a].begin(), postings[a].end());
+  for (size_t a : filed) run.filed.push_back(run.anchors[a]);
   std::sort(run.probed.begin(), run.probed.end());
   run.probed.erase(std::unique(run.probed.begin(), run.probed.end()), run.probed.end());
 }
@@ -295,7 +236,7 @@ std::vector<Accepted> Decide(const CheckRun& run, const std::vector<Row>& rows) 
   return out;
 }
 
-class PgEngine final : public Engine {
+class PgEngine final : public SharedStoreEngine {
  public:
   PgEngine(const PgEngineOptions& options, std::string conninfo)
       : options_(options), pool_(conninfo, options.pool_size) {
@@ -313,26 +254,13 @@ class PgEngine final : public Engine {
 
   // ---- namespaces -------------------------------------------------------
 
-  Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    return Modify(name, [&](const NamespaceSettings*) -> Result<NamespaceSettings> { return settings; }, created);
-  }
-
-  Status UpdateNamespace(const std::string& name, std::string_view patch, const NamespaceSettings& defaults,
-                         bool* created) override {
-    return Modify(
-        name, [&](const NamespaceSettings* current) { return NamespaceSettings::FromJson(patch, current ? *current : defaults); },
-        created);
-  }
-
   Result<NamespaceStats> GetNamespace(const std::string& name) override {
     CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
     auto info = Load(name, /*fresh=*/true);
     if (!info.ok()) return info.status();
-    NamespaceStats s;
-    s.name = name;
-    s.settings = info.value()->settings;
+    NamespaceStats s{name, info.value()->settings};
     Status st = Retrying([&](PgConn& c) -> Status {
       auto r = c.Exec(
           "SELECT coalesce(sum(checks),0), coalesce(sum(duplicates),0), coalesce(sum(inserted),0), "
@@ -387,26 +315,6 @@ class PgEngine final : public Engine {
 
   // ---- documents --------------------------------------------------------
 
-  Result<CheckOutcome> Check(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
-    return CheckOne(ns, doc, mode);
-  }
-
-  Status CheckBatch(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
-                    std::vector<Result<CheckOutcome>>* out) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
-    auto info = GetOrCreate(ns);
-    if (!info.ok()) return info.status();
-    out->clear();
-    // In order, each as if sent alone: a later document sees the earlier ones.
-    for (const DocumentInput& d : docs) out->push_back(CheckOne(ns, d, mode));
-    return Status::OK();
-  }
-
   Result<DocumentInfo> GetDocument(const std::string& ns, const std::string& id) override {
     CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
@@ -460,12 +368,7 @@ class PgEngine final : public Engine {
   }
 
   EngineMetrics Metrics() override {
-    EngineMetrics m;
-    for (const std::string& name : ListNamespaces()) {
-      ++m.namespaces;
-      auto s = GetNamespace(name);
-      if (s.ok()) m.documents += s->documents;
-    }
+    EngineMetrics m = SharedStoreEngine::Metrics();
     auto c = pool_.Acquire();
     auto r = c->Exec("SELECT pg_database_size(current_database())");
     if (r.ok() && r->size() == 1) m.disk_bytes = static_cast<uint64_t>(r->i64(0, 0));
@@ -474,13 +377,8 @@ class PgEngine final : public Engine {
     return m;
   }
 
-  Status Shutdown() override {
-    (void)gate_.CloseAndDrain();
-    return Status::OK();
-  }
-
  private:
-  static Status Unavailable() { return Status::Unavailable("the engine is shutting down"); }
+  static Status Unavailable() { return ShuttingDown(); }
 
   // Runs fn on a pooled connection; retries it while it fails with a
   // retryable error (lost connection, deadlock, stale namespace), within
@@ -515,9 +413,7 @@ class PgEngine final : public Engine {
   Result<std::shared_ptr<const NsInfo>> Load(const std::string& name, bool fresh = false) {
     const int64_t now = SystemNowMs();
     if (!fresh) {
-      std::lock_guard lk(cache_mu_);
-      auto it = cache_.find(name);
-      if (it != cache_.end() && now - it->second->loaded_ms < 1000) return std::shared_ptr<const NsInfo>(it->second);
+      if (auto hit = cache_.Fresh(name, now, 1000)) return std::shared_ptr<const NsInfo>(hit);
     }
     std::shared_ptr<NsInfo> info;
     Status st = Retrying([&](PgConn& c) -> Status {
@@ -534,22 +430,16 @@ class PgEngine final : public Engine {
     });
     if (!st.ok()) return st;
     info->loaded_ms = now;
-    std::lock_guard lk(cache_mu_);
-    cache_[name] = info;
+    cache_.Put(name, info);
     return std::shared_ptr<const NsInfo>(info);
   }
 
-  void Forget(const std::string& name) {
-    std::lock_guard lk(cache_mu_);
-    cache_.erase(name);
-  }
-
-  using SettingsMerge = std::function<Result<NamespaceSettings>(const NamespaceSettings* current)>;
+  void Forget(const std::string& name) { cache_.Forget(name); }
 
   // Read, merge and write under the namespace's advisory lock (exclusive):
   // checks hold it shared, so a change waits for the checks in flight and
   // later checks see the new record (their version test).
-  Status Modify(const std::string& name, const SettingsMerge& merge, bool* created) {
+  Status ModifyNamespace(const std::string& name, const SettingsMerge& merge, bool* created) override {
     CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
@@ -594,7 +484,7 @@ class PgEngine final : public Engine {
                                         std::to_string(n.design_k) +
                                         " (docs/postgresql.md); recreate it to raise k or recheck.short_k");
     }
-    auto fp = MakeFingerprinter(settings);
+    auto fp = MakeNamespaceFingerprinter(settings);
     if (!fp.ok()) return fp.status();
     const std::string raw = EncodeNs(settings, *fp.value(), n.window_ms, n.design_k);
     return c.Exec("UPDATE neardup_namespaces SET record = $2, version = version + 1 WHERE name = $1", {n.name, raw})
@@ -602,7 +492,7 @@ class PgEngine final : public Engine {
   }
 
   Status Create(PgConn& c, const std::string& name, const NamespaceSettings& settings) {
-    auto fp = MakeFingerprinter(settings);
+    auto fp = MakeNamespaceFingerprinter(settings);
     if (!fp.ok()) return fp.status();
     const int design_k = std::max({settings.k, settings.recheck.short_k, 3});
     const int64_t window_ms =
@@ -632,21 +522,18 @@ class PgEngine final : public Engine {
         .status();
   }
 
+  Status EnsureNamespace(const std::string& ns) override { return GetOrCreate(ns).status(); }
+
   Result<std::shared_ptr<const NsInfo>> GetOrCreate(const std::string& name) {
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      auto info = Load(name);
-      if (info.ok() || info.status().code() != Status::Code::kNotFound) return info;
-      if (!options_.auto_create) return info.status();
-      // Created unless a peer created it first (then the merge keeps its settings).
-      Status made = Modify(
-          name, [&](const NamespaceSettings* current) -> Result<NamespaceSettings> {
-            return current ? *current : options_.default_settings;
-          },
-          nullptr);
-      if (!made.ok()) return made;
-    }
-    return Status::Unavailable("namespace \"" + name + "\" keeps changing; retry");
+    // Created unless a peer created it first (then the merge keeps its settings).
+    auto keep_or_default = [&](const NamespaceSettings* current) -> Result<NamespaceSettings> {
+      return current ? *current : options_.default_settings;
+    };
+    return LoadOrCreate(
+        name, options_.auto_create, [&] { return Load(name); },
+        [&] { return ModifyNamespace(name, keep_or_default, nullptr); });
   }
+
 
   // ---- partitions -------------------------------------------------------
 
@@ -724,7 +611,7 @@ class PgEngine final : public Engine {
 
   // ---- checks -----------------------------------------------------------
 
-  Result<CheckOutcome> CheckOne(const std::string& ns, const DocumentInput& doc, CheckMode mode) {
+  Result<CheckOutcome> CheckOne(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(doc.id));
     if (doc.text.empty()) return Status::InvalidArgument("field \"text\" must be a non-empty string");
     CheckOutcome out;
@@ -929,9 +816,7 @@ class PgEngine final : public Engine {
 
   PgEngineOptions options_;
   PgPool pool_;
-  CallGate gate_;
-  std::mutex cache_mu_;
-  std::map<std::string, std::shared_ptr<NsInfo>> cache_;
+  NamespaceCache<NsInfo> cache_;
   std::mutex part_mu_;
   std::set<std::string> parts_;
   std::unordered_map<int64_t, int64_t> last_drop_;

@@ -8,7 +8,10 @@
 #ifndef NEARDUP_TESTS_RACE_TRIALS_H_
 #define NEARDUP_TESTS_RACE_TRIALS_H_
 
+#include <gtest/gtest.h>
+
 #include <atomic>
+#include <cstdio>
 #include <barrier>
 #include <chrono>
 #include <functional>
@@ -148,6 +151,44 @@ inline std::function<bool(std::string_view)> Staller(uint64_t seed, double aband
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
     return !abandon;
   };
+}
+
+// Up to `want` trials (or until `budget` runs out) of Race over `engines`:
+// trial t races texts_of(t) in namespace ns_of(t), ids prefixed with
+// "t<t>-". `failure` is empty when every trial kept exactly one.
+struct TrialsResult {
+  int trials = 0;
+  int raced = 0;
+  std::string failure;
+};
+inline TrialsResult RunTrials(const std::vector<Engine*>& engines, int want, std::chrono::seconds budget,
+                              const std::function<std::string(int)>& ns_of,
+                              const std::function<std::vector<std::string>(int)>& texts_of) {
+  TrialsResult out;
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (; out.trials < want && std::chrono::steady_clock::now() < deadline; ++out.trials) {
+    const int t = out.trials;
+    const RaceResult r = Race(engines, ns_of(t), texts_of(t), "t" + std::to_string(t) + "-");
+    if (!r.ok || r.kept != 1) {
+      out.failure = "trial " + std::to_string(t) + ": kept " + std::to_string(r.kept) + "; " + r.why;
+      break;
+    }
+    out.raced += r.raced;
+  }
+  return out;
+}
+
+// RunTrials, then the verdict: exactly one kept in every trial, and enough
+// trials really raced (a loaded machine may serialize the threads).
+inline void ExpectExactlyOneInEveryTrial(const std::vector<Engine*>& engines, int want, std::chrono::seconds budget,
+                                         const std::function<std::string(int)>& ns_of,
+                                         const std::function<std::vector<std::string>(int)>& texts_of) {
+  const TrialsResult r = RunTrials(engines, want, budget, ns_of, texts_of);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  // The time bound only limits the run; it must not make the test pass on
+  // too few real races.
+  EXPECT_GE(r.raced, kMinRacedTrials) << "of " << r.trials << " trials";
+  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", r.trials, r.raced);
 }
 
 }  // namespace neardup::testing
