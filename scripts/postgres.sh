@@ -15,7 +15,8 @@
 # would run): an acknowledged check survives a crash of the server.
 # Only the pid in DIR/postmaster.pid is ever signalled.
 #
-# Env: PGBIN (default /usr/lib/postgresql/15/bin), PG_SHARED_BUFFERS (default 256MB).
+# Env: PGBIN (default /usr/lib/postgresql/15/bin), PG_SHARED_BUFFERS (default 256MB),
+# PG_EXTRA_CONF (lines appended to postgresql.conf at initdb, e.g. a benchmark's settings).
 set -euo pipefail
 
 usage() { echo "usage: $0 start DIR [PORT] | stop DIR | kill DIR | status DIR" >&2; exit 2; }
@@ -67,6 +68,7 @@ shared_buffers = ${PG_SHARED_BUFFERS:-256MB}
 max_connections = 200
 max_locks_per_transaction = 128
 jit = off
+${PG_EXTRA_CONF:-}
 EOF
   fi
   echo "$port" >"$dir/port"
