@@ -17,10 +17,11 @@
 #             neardup vs faiss MultiHash range_search over the whole set
 #
 # Builds Release into $PEERS_BUILD_DIR (default /tmp/build-peers). When
-# PostgreSQL is needed it starts a private server: initdb in a fresh temp
-# directory, listening only on 127.0.0.1 at a free port, run as the
-# `postgres` user when this script runs as root; it is always stopped on exit
-# (pg_ctl stop -m fast, bounded, then a kill of that postmaster's pid).
+# PostgreSQL is needed it starts a private server with scripts/postgres.sh:
+# initdb in a fresh temp directory, listening only on 127.0.0.1 at a free
+# port of 15432..15499, run as the `postgres` user when this script runs as
+# root; it is always stopped on exit (pg_ctl stop -m fast, bounded, then a
+# kill of that postmaster's pid).
 # Results: bench/results/peers-<stage>-<date>.{txt,json}.
 set -euo pipefail
 
@@ -54,23 +55,11 @@ machine() {
 PGDIR=""
 PGPORT=""
 PG_CONNINFO=""
-as_pg() {
-  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
+# scripts/postgres.sh starts and stops it (by the pid it wrote); these are
+# the benchmark's settings on top of its defaults.
 pg_stop() {
   [[ -n "$PGDIR" && -d "$PGDIR" ]] || return 0
-  if [[ -f "$PGDIR/data/postmaster.pid" ]]; then
-    local pid
-    pid=$(head -1 "$PGDIR/data/postmaster.pid")
-    timeout 90 bash -c "$(declare -f as_pg); as_pg '$PGBIN/pg_ctl' -D '$PGDIR/data' -m fast -t 60 stop" >/dev/null 2>&1 || true
-    # Still running (and not just an unreaped zombie)?
-    if [[ -n "$pid" ]] && [[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" =~ ^[^Z]$ ]]; then
-      echo "postgres did not stop in time; killing postmaster $pid" >&2
-      kill -QUIT "$pid" 2>/dev/null || true
-      sleep 2
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  fi
+  "$ROOT/scripts/postgres.sh" stop "$PGDIR" >/dev/null 2>&1 || true
   rm -rf "$PGDIR"
   PGDIR=""
 }
@@ -79,26 +68,15 @@ trap 'pg_stop; exit 130' INT TERM
 
 pg_start() {
   PGDIR=$(mktemp -d /tmp/neardup-peers-pg.XXXXXX)
-  chmod 755 "$PGDIR"
-  [[ $(id -u) -eq 0 ]] && chown postgres: "$PGDIR"
-  PGPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  as_pg "$PGBIN/initdb" -D "$PGDIR/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
-  cat >>"$PGDIR/data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $PGPORT
-unix_socket_directories = '$PGDIR'
-shared_buffers = 2GB
-effective_cache_size = 4GB
+  PG_SHARED_BUFFERS=2GB PG_EXTRA_CONF="effective_cache_size = 4GB
 work_mem = 64MB
 maintenance_work_mem = 1GB
 max_parallel_maintenance_workers = 2
 wal_level = minimal
 max_wal_senders = 0
 max_wal_size = 8GB
-synchronous_commit = off
-jit = off
-EOF
-  timeout 120 bash -c "$(declare -f as_pg); as_pg '$PGBIN/pg_ctl' -D '$PGDIR/data' -l '$PGDIR/log' -w -t 60 start" >/dev/null
+synchronous_commit = off" "$ROOT/scripts/postgres.sh" start "$PGDIR" >/dev/null
+  PGPORT=$(cat "$PGDIR/port")
   PG_CONNINFO="host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres connect_timeout=10"
   echo "== PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PGPORT (data $PGDIR)"
 }

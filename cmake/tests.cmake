@@ -2,12 +2,16 @@
 #   unit         no server, no other process (fast)
 #   threads      no server, but threads of its own: also run under TSan
 #   needs-redis  starts a real Redis Cluster on 127.0.0.1 (scripts/redis_cluster.sh)
+#   needs-postgres  uses a real PostgreSQL 15 on 127.0.0.1 (scripts/postgres.sh; one
+#                server per ctest run, the fixture PostgresStart/PostgresStop)
 #   slow         kills and restarts real `neardup serve` processes
 # A test's label follows from its suite and name: the filters below are the
 # one place that says which is which.
 # "RedisEngine/*": the Redis instantiation of the engine contract suite
 # (tests/engine_contract_test.cc; the local one is "LocalEngine/*", unit).
 set(NEARDUP_REDIS_SUITES "RedisClusterTest.*:RedisParityTest.*:RedisEngineTest.*:RedisFailover.*:RedisRecheckTest.*:RedisEngine/*")
+# "PgEngine/*": the PostgreSQL instantiation of the contract suite.
+set(NEARDUP_PG_SUITES "PgEngineTest.*:PgEngineOptions.*:PgEngine/*")
 set(NEARDUP_THREADED "*Thread*:*Parallel*:*Concurren*:*BatchSearch*:*Determinis*:HttpServerTest.*")
 # RocksStoreTest.ConcurrentApplyFromFourThreads exercises RocksDB's own write
 # group (many threads calling DB::Write): the leader hands results back to
@@ -17,10 +21,10 @@ set(NEARDUP_THREADED "*Thread*:*Parallel*:*Concurren*:*BatchSearch*:*Determinis*
 set(NEARDUP_TSAN_UNSAFE "RocksStoreTest.ConcurrentApply*:DiskFaultTest.ConcurrentApply*")
 
 gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-  TEST_FILTER "${NEARDUP_THREADED}-${NEARDUP_REDIS_SUITES}:${NEARDUP_TSAN_UNSAFE}"
+  TEST_FILTER "${NEARDUP_THREADED}-${NEARDUP_REDIS_SUITES}:${NEARDUP_PG_SUITES}:${NEARDUP_TSAN_UNSAFE}"
   PROPERTIES LABELS "threads")
 gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-  TEST_FILTER "*-${NEARDUP_THREADED}:${NEARDUP_REDIS_SUITES}"
+  TEST_FILTER "*-${NEARDUP_THREADED}:${NEARDUP_REDIS_SUITES}:${NEARDUP_PG_SUITES}"
   PROPERTIES LABELS "unit")
 gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
   TEST_FILTER "${NEARDUP_TSAN_UNSAFE}"
@@ -28,6 +32,21 @@ gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJ
 gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
   TEST_FILTER "${NEARDUP_REDIS_SUITES}"
   PROPERTIES LABELS "needs-redis")
+if(LIBPQ_FOUND)
+  # One server for the whole run, started before and stopped after every
+  # needs-postgres test (ctest adds the fixture's tests to any selection).
+  set(NEARDUP_PG_TEST_DIR ${CMAKE_BINARY_DIR}/pg-test)
+  add_test(NAME PostgresStart COMMAND bash -c
+    "'${PROJECT_SOURCE_DIR}/scripts/postgres.sh' stop '${NEARDUP_PG_TEST_DIR}'; rm -rf '${NEARDUP_PG_TEST_DIR}' && '${PROJECT_SOURCE_DIR}/scripts/postgres.sh' start '${NEARDUP_PG_TEST_DIR}'")
+  add_test(NAME PostgresStop COMMAND bash -c
+    "'${PROJECT_SOURCE_DIR}/scripts/postgres.sh' stop '${NEARDUP_PG_TEST_DIR}' && rm -rf '${NEARDUP_PG_TEST_DIR}'")
+  set_tests_properties(PostgresStart PROPERTIES FIXTURES_SETUP postgres LABELS "needs-postgres" TIMEOUT 120)
+  set_tests_properties(PostgresStop PROPERTIES FIXTURES_CLEANUP postgres LABELS "needs-postgres" TIMEOUT 120)
+  gtest_discover_tests(neardup_tests DISCOVERY_TIMEOUT 60 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    TEST_FILTER "${NEARDUP_PG_SUITES}"
+    PROPERTIES LABELS "needs-postgres" FIXTURES_REQUIRED postgres
+               ENVIRONMENT "NEARDUP_TEST_PG_DIR=${NEARDUP_PG_TEST_DIR}")
+endif()
 
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)

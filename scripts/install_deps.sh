@@ -2,9 +2,9 @@
 # Installs the Debian 12 packages one use of the tree needs, and nothing more.
 #   scripts/install_deps.sh [core] [service] [test] [bench] ...   (default: core)
 #     core     build the batch program `neardup` (scripts/quickstart.sh)
-#     service  + the service `neardup serve` (RocksDB, hiredis)
+#     service  + the service `neardup serve` (RocksDB, hiredis, libpq for --store postgresql://)
 #     test     + the test suite: GoogleTest, a Redis server for the cluster
-#              tests, clang for the fuzzers, curl/python3 for the doc examples,
+#              tests, PostgreSQL 15 for the PostgreSQL store's (scripts/postgres.sh), clang for the fuzzers, curl/python3 for the doc examples,
 #              nginx + openssl for the TLS proxy test (scripts/tls_proxy_test.sh),
 #              pybind11 + pytest for the Python package (python/, docs/python.md)
 #     bench    + benchmark and peer stacks: Google Benchmark is in test (the
@@ -14,10 +14,10 @@ set -euo pipefail
 core=(build-essential cmake ninja-build pkg-config
       libicu-dev libxxhash-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
       zlib1g-dev libzstd-dev)
-service=(librocksdb-dev libhiredis-dev)
+service=(librocksdb-dev libhiredis-dev libpq-dev)
 test=(libgtest-dev python3-numpy nftables libgmock-dev googletest libbenchmark-dev
       libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-      redis-server clang libclang-rt-14-dev python3 curl bc nginx openssl
+      redis-server postgresql-15 clang libclang-rt-14-dev python3 curl bc nginx openssl
       pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv)
 bench=(wrk nginx libfaiss-dev postgresql-15 libpq-dev hyperfine)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command 2 of the README: the whole test suite.
 #  1. Release build, every test (ctest: labels unit, threads, needs-redis,
-#     slow; cmake/tests.cmake), and the README's and docs' examples
+#     needs-postgres: one private server per run, scripts/postgres.sh; slow;
+#     cmake/tests.cmake), and the README's and docs' examples
 #     (scripts/doctest_docs.py, also a ctest), the Python package's pytest
 #     suite (python/tests), disk full under load on a small tmpfs
 #     (scripts/disk_full_test.sh), and short checked histories under faults
@@ -26,12 +27,15 @@ ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 # Disk full under load on a real tmpfs (SKIP where mounting is not allowed).
 scripts/disk_full_test.sh
 # Short checked histories under faults (docs/history.md): the embedded store with kill -9 and
-# SIGSTOP of the instance, the cluster store with every fault kind in turn. The long runs
+# SIGSTOP of the instance, the cluster store with every fault kind in turn, the PostgreSQL store
+# with kill -9 and SIGSTOP of an instance and crashes of the server. The long runs
 # (thousands of trials) are in docs/BENCHMARKS.md.
 scripts/history/run_faults.sh --store embedded --trials 1000 --faults kill-instance,stop-instance \
   --fault-every 1 --max-seconds 60 -- --timeout 5
 scripts/history/run_faults.sh --trials 200 --faults kill-master,kill-instance,stop-instance,partition,migrate \
   --fault-every 2.5 --max-seconds 90 -- --timeout 5
+scripts/history/run_faults.sh --store postgres --trials 200 --faults kill-instance,restart-db,stop-instance \
+  --fault-every 3 --max-seconds 60 -- --timeout 5 --read-seconds 120
 [[ "${NEARDUP_TEST_QUICK:-0}" == 1 ]] && exit 0
 
 step "asan+ubsan build + tests"

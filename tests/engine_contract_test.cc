@@ -2,7 +2,8 @@
 // against every implementation: the local engine over RocksDB in a temp
 // directory (label unit) and the Redis Cluster engine over a local cluster
 // (label needs-redis; its instantiation "RedisEngine/..." is in the
-// needs-redis filter of cmake/tests.cmake). A behaviour that differs between
+// needs-redis filter of cmake/tests.cmake) and the PostgreSQL engine over a
+// local server (label needs-postgres, "PgEngine/..."). A behaviour that differs between
 // engines is documented in their headers and is not tested here.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -23,6 +24,10 @@
 #include "neardup/store/rocks_store.h"
 #include "neardup/text/fingerprint.h"
 #include "util/redis_test_cluster.h"
+#ifdef NEARDUP_HAVE_PG
+#include "neardup/pg/pg_engine.h"
+#include "util/pg_test_server.h"
+#endif
 
 namespace neardup {
 namespace {
@@ -88,6 +93,29 @@ std::unique_ptr<Engine> OpenRedis(const EngineSetup& setup) {
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
+#ifdef NEARDUP_HAVE_PG
+// One server per process (or the ctest fixture's), kept until exit.
+testing::LocalPostgres*& Postgres() {
+  static testing::LocalPostgres* pg = nullptr;
+  return pg;
+}
+
+std::unique_ptr<Engine> OpenPg(const EngineSetup& setup) {
+  if (Postgres() == nullptr) Postgres() = testing::LocalPostgres::Start().release();
+  if (Postgres() == nullptr) {
+    ADD_FAILURE() << "could not start or find a local PostgreSQL (scripts/postgres.sh)";
+    return nullptr;
+  }
+  PgEngineOptions o;
+  o.uri = Postgres()->uri() + "?pool_size=4";
+  o.auto_create = setup.auto_create;
+  o.clock_ms = setup.clock_ms;
+  auto e = OpenPgEngine(o);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+#endif
+
 const char* kText =
     "The quick brown fox jumps over the lazy dog near the river bank while the farmer watches from his porch "
     "and the children play in the field behind the old red barn on a warm summer afternoon";
@@ -104,6 +132,10 @@ class EngineContractTest : public ::testing::TestWithParam<EngineFactory> {
   static void TearDownTestSuite() {
     delete Cluster();
     Cluster() = nullptr;
+#ifdef NEARDUP_HAVE_PG
+    delete Postgres();
+    Postgres() = nullptr;
+#endif
     for (const fs::path& d : TempDirs()) fs::remove_all(d);
     TempDirs().clear();
   }
@@ -414,6 +446,11 @@ INSTANTIATE_TEST_SUITE_P(LocalEngine, EngineContractTest,
 // Label needs-redis: cmake/tests.cmake matches "RedisEngine/*".
 INSTANTIATE_TEST_SUITE_P(RedisEngine, EngineContractTest,
                          ::testing::Values(EngineFactory{"cluster", &OpenRedis}), FactoryName);
+#ifdef NEARDUP_HAVE_PG
+// Label needs-postgres: cmake/tests.cmake matches "PgEngine/*".
+INSTANTIATE_TEST_SUITE_P(PgEngine, EngineContractTest,
+                         ::testing::Values(EngineFactory{"postgresql", &OpenPg}), FactoryName);
+#endif
 
 }  // namespace
 }  // namespace neardup

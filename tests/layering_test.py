@@ -2,9 +2,9 @@
 """Every #include in src/ and include/neardup/ goes down the layer order.
 
 The layers, lowest first (CMakeLists.txt links them in this order):
-util, text, index, dedup, io, engine, store | redis | http.
+util, text, index, dedup, io, engine, store | redis | pg | http.
 A layer may include its own headers and those of lower layers; store,
-redis and http are siblings above engine and may not include each other.
+redis, pg and http are siblings above engine and may not include each other.
 Exit 1 with one line per wrong-way include.
 """
 import pathlib
@@ -12,7 +12,7 @@ import re
 import sys
 
 RANK = {"util": 0, "text": 1, "index": 1, "dedup": 2, "io": 1, "engine": 3,
-        "store": 4, "redis": 4, "http": 4}
+        "store": 4, "redis": 4, "pg": 4, "http": 4}
 # Pairs of the same rank that may still not see each other.
 ALLOWED_SAME_RANK = set()
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "neardup/text/fingerprint.h"
+#include "util/race_trials.h"
 #include "util/redis_test_cluster.h"
 
 namespace neardup {
@@ -28,6 +29,10 @@ using testing::SharedRedisClusterTest;
 using testing::NearDuplicateGroup;
 using testing::ShortGroupKind;
 using testing::ShortNearDuplicateGroup;
+using testing::Race;
+using testing::RaceResult;
+using testing::Staller;
+using testing::kMinRacedTrials;
 
 // ---- layouts (no cluster) ----------------------------------------------------
 
@@ -294,128 +299,6 @@ TEST_F(RedisEngineTest, RetentionAndBatches) {
 
 // ---- exactly one kept, across instances ------------------------------------------
 
-std::string DocName(size_t i) {
-  std::string s = "doc";
-  s += std::to_string(i);
-  return s;
-}
-
-struct RaceResult {
-  int kept = 0;
-  bool ok = true;
-  std::string why;
-  // Two checks had their pending records in the store at once (each past
-  // its "appended" step, neither answered): the fenced protocol had to
-  // decide between them. A loaded machine may serialize the threads, and
-  // a trial whose checks ran one after another tested nothing.
-  bool raced = false;
-};
-
-// Checks with a pending record right now, across every engine of a test
-// (Staller marks a thread at its "appended" step; Race clears the mark when
-// the thread's check returns).
-std::atomic<int> g_pending{0}, g_most_pending{0};
-thread_local bool t_pending = false;
-
-void MarkPending() {
-  if (t_pending) return;
-  t_pending = true;
-  const int now = g_pending.fetch_add(1) + 1;
-  int most = g_most_pending.load();
-  while (now > most && !g_most_pending.compare_exchange_weak(most, now)) {
-  }
-}
-
-void ClearPending() {
-  if (!t_pending) return;
-  t_pending = false;
-  g_pending.fetch_sub(1);
-}
-
-// Sends `texts` at the same moment from one thread each, alternating
-// between the engines; a check that fails with kUnavailable (an abandoned
-// attempt, a peer that never committed) is retried on the other engine, as
-// an HTTP client retries a 503 or a reset connection.
-RaceResult Race(std::vector<Engine*> engines, const std::string& ns, const std::vector<std::string>& texts) {
-  const size_t n = texts.size();
-  std::vector<Result<CheckOutcome>> answers(n, Status::Unavailable("not run"));
-  std::barrier start(static_cast<std::ptrdiff_t>(n));
-  g_most_pending = 0;
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      start.arrive_and_wait();
-      for (int attempt = 0; attempt < 30; ++attempt) {
-        Engine* e = engines[(i + attempt) % engines.size()];
-        answers[i] = e->Check(ns, {DocName(i), texts[i], std::nullopt}, CheckMode::kCheckAndInsert);
-        ClearPending();
-        if (answers[i].ok() || answers[i].status().code() != Status::Code::kUnavailable) break;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  RaceResult r;
-  r.raced = g_most_pending.load() >= 2;
-  std::string kept_id;
-  for (size_t i = 0; i < n; ++i) {
-    if (!answers[i].ok()) {
-      r.ok = false;
-      r.why += DocName(i) + ": " + answers[i].status().ToString() + "; ";
-      continue;
-    }
-    if (answers[i]->stored) {
-      ++r.kept;
-      kept_id = DocName(i);
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!answers[i].ok() || answers[i]->stored) continue;
-    // Every other answer names the kept document.
-    if (!answers[i]->duplicate || answers[i]->matches.empty() || answers[i]->matches[0].id != kept_id) {
-      r.ok = false;
-      r.why += DocName(i) + " not named as duplicate of " + kept_id + "; ";
-    }
-  }
-  // The store agrees: exactly the kept one is found.
-  int found = 0;
-  for (size_t i = 0; i < n; ++i) found += engines[0]->GetDocument(ns, DocName(i)).ok();
-  if (found != r.kept) {
-    r.ok = false;
-    r.why += "GetDocument found " + std::to_string(found) + "; ";
-  }
-  return r;
-}
-
-// Trials with at least two checks in flight together that a race test
-// needs before it may pass.
-constexpr int kMinRacedTrials = 10;
-
-// Random stalls between protocol steps: mostly short, sometimes longer than
-// the lease (300 ms), so peers fence a stalled instance's pending record.
-std::function<bool(std::string_view)> Staller(uint64_t seed, double abandon_probability) {
-  auto rng = std::make_shared<std::mt19937_64>(seed);
-  auto mu = std::make_shared<std::mutex>();
-  return [rng, mu, abandon_probability](std::string_view step) {
-    if (step == "appended") MarkPending();
-    int sleep_us = 0;
-    bool abandon = false;
-    {
-      std::lock_guard lk(*mu);
-      const double u = std::uniform_real_distribution<double>(0, 1)(*rng);
-      if (u < 0.03) {
-        sleep_us = 350000 + static_cast<int>((*rng)() % 100000);  // past the lease
-      } else if (u < 0.15) {
-        sleep_us = 5000 + static_cast<int>((*rng)() % 30000);
-      } else {
-        sleep_us = static_cast<int>((*rng)() % 3000);
-      }
-      abandon = std::uniform_real_distribution<double>(0, 1)(*rng) < abandon_probability;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    return !abandon;
-  };
-}
-
 TEST_F(RedisEngineTest, ExactlyOneKeptAcrossInstancesWithStalls) {
   RedisEngineOptions o1 = Options(), o2 = Options();
   o1.step_hook = Staller(1, 0.0);
@@ -423,20 +306,9 @@ TEST_F(RedisEngineTest, ExactlyOneKeptAcrossInstancesWithStalls) {
   auto e1 = Open(o1), e2 = Open(o2);
   ASSERT_TRUE(e1 && e2);
   std::mt19937_64 rng(99);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  int trials = 0, raced = 0;
-  for (; trials < 60 && std::chrono::steady_clock::now() < deadline; ++trials) {
-    const std::string ns = UniqueNs("race");
-    const auto texts = NearDuplicateGroup(rng, 2 + trials % 3);
-    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts);
-    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
-    ASSERT_EQ(r.kept, 1) << "trial " << trials;
-    raced += r.raced;
-  }
-  // The time bound only limits the run; it must not make the test pass on
-  // too few real races.
-  EXPECT_GE(raced, kMinRacedTrials) << "of " << trials << " trials";
-  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", trials, raced);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, 60, std::chrono::seconds(15), [&](int) { return UniqueNs("race"); },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 3); });
 }
 
 TEST_F(RedisEngineTest, ExactlyOneKeptWhenInstancesDieMidway) {
@@ -449,18 +321,9 @@ TEST_F(RedisEngineTest, ExactlyOneKeptWhenInstancesDieMidway) {
   auto e1 = Open(o1), e2 = Open(o2);
   ASSERT_TRUE(e1 && e2);
   std::mt19937_64 rng(7);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  int trials = 0, raced = 0;
-  for (; trials < 60 && std::chrono::steady_clock::now() < deadline; ++trials) {
-    const std::string ns = UniqueNs("crash");
-    const auto texts = NearDuplicateGroup(rng, 2 + trials % 2);
-    const RaceResult r = Race({e1.get(), e2.get()}, ns, texts);
-    ASSERT_TRUE(r.ok) << "trial " << trials << ": " << r.why;
-    ASSERT_EQ(r.kept, 1) << "trial " << trials;
-    raced += r.raced;
-  }
-  EXPECT_GE(raced, kMinRacedTrials) << "of " << trials << " trials";
-  std::printf("[          ] %d trials (%d raced), exactly one kept in each\n", trials, raced);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, 60, std::chrono::seconds(15), [&](int) { return UniqueNs("crash"); },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 2); });
 }
 
 // Short texts that plain simhash misses: groups paired up only through

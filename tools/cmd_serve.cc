@@ -35,6 +35,9 @@
 #include "neardup/engine/local_engine.h"
 #include "neardup/store/rocks_store.h"
 #include "neardup/redis/redis_engine.h"
+#ifdef NEARDUP_HAVE_PG
+#include "neardup/pg/pg_engine.h"
+#endif
 
 namespace neardup::cli {
 
@@ -230,7 +233,9 @@ Status Range(const char* name, int64_t v, int64_t lo, int64_t hi) {
 
 struct Resolved {
   LocalEngineOptions engine;
-  std::string store;  // non-empty: a Redis Cluster store (redis_engine.h), engine.data_dir unused
+  // non-empty: a Redis Cluster (redis_engine.h) or PostgreSQL (pg_engine.h)
+  // store, engine.data_dir unused
+  std::string store;
   HttpServerOptions server;
   std::string api_keys_warning;  // printed at start (a key file others may read)
 };
@@ -244,7 +249,8 @@ bool IsLoopback(const std::string& host) {
 Result<Resolved> Resolve(const ServeConfig& c) {
   Resolved r;
   if (c.data.empty() && c.store.empty()) {
-    return Status::InvalidArgument("--data DIR or --store redis-cluster://... is required (flag or config file)");
+    return Status::InvalidArgument(
+        "--data DIR or --store redis-cluster://... | postgresql://... is required (flag or config file)");
   }
   if (!c.data.empty() && !c.store.empty()) return Status::InvalidArgument("give --data or --store, not both");
   r.store = c.store;
@@ -265,7 +271,7 @@ Result<Resolved> Resolve(const ServeConfig& c) {
     return Status::InvalidArgument("--no-auto-create and --auto-create-namespaces contradict each other");
   }
   if (c.init && !c.store.empty()) {
-    return Status::InvalidArgument("--init creates a local store (--data); a Redis Cluster store needs none");
+    return Status::InvalidArgument("--init creates a local store (--data); a Redis Cluster or PostgreSQL store needs none");
   }
   if (!c.api_keys.empty()) {
     auto keys = ApiKeys::Load(c.api_keys, &r.api_keys_warning);
@@ -316,7 +322,19 @@ int RunServe(const Resolved& r) {
 
   Result<std::unique_ptr<Engine>> engine = Status::Internal("no engine");
   std::string where = r.engine.data_dir;
-  if (!r.store.empty()) {
+  if (r.store.starts_with("postgresql://") || r.store.starts_with("postgres://")) {
+#ifdef NEARDUP_HAVE_PG
+    // Stateless instance over a shared PostgreSQL database (docs/postgresql.md).
+    PgEngineOptions po;
+    po.uri = r.store;
+    po.default_settings = r.engine.default_settings;
+    po.auto_create = r.engine.auto_create;
+    engine = OpenPgEngine(po);
+#else
+    engine = Status::NotSupported("this build has no PostgreSQL store (install libpq-dev and rebuild)");
+#endif
+    where = r.store;
+  } else if (!r.store.empty()) {
     // Stateless instance over a shared Redis Cluster (docs/cluster.md).
     RedisEngineOptions ro;
     ro.uri = r.store;
@@ -399,7 +417,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                 "opened as without it. A directory holding other files, or a damaged store, is refused either way");
   cmd->add_option("--store", flags->store,
                   "redis-cluster://HOST:PORT,HOST:PORT,...: keep the index in a Redis Cluster shared by any number "
-                  "of serve instances (docs/cluster.md); instead of --data");
+                  "of serve instances (docs/cluster.md); or postgresql://USER@HOST:PORT/DB: in a PostgreSQL "
+                  "database (docs/postgresql.md); instead of --data");
   cmd->add_option("--listen", flags->listen,
                   "Address to bind, HOST:PORT or [IPV6]:PORT; only this address is bound. Port 0 picks a free "
                   "port (printed in the start line)");

@@ -9,11 +9,14 @@
 # RECORD_ARGS go to record.py as they are (e.g. -- --min-group 41 --max-group 41).
 # --store embedded: the same run against one instance over the embedded store (the reference;
 # only kill-instance and stop-instance apply there, other faults are logged as skipped).
+# --store postgres: two instances over a private PostgreSQL 15 (scripts/postgres.sh, port
+# 15432..15499); kill-instance, stop-instance and restart-db (an immediate shutdown of the
+# server, as a crash, then a start that recovers from the WAL) apply.
 #
 # LIST: comma-separated, used in turn: kill-master, kill-instance, stop-instance (SIGSTOP 3 s, then
 # SIGCONT), partition (one instance cut off from one master and its replica for 5 s: nftables
 # drops that instance's packets, by uid, on loopback), migrate (100 slots moved between masters
-# under load), none. A fault that cannot be injected here (no nft, not root) is logged and skipped.
+# under load), restart-db (--store postgres), none. A fault that cannot be injected here (no nft, not root) is logged and skipped.
 # Only 127.0.0.1 (Redis on HISTORY_BASEPORT..+5, default 21400: cluster bus ports, +10000, stay
 # below the ephemeral range; serve on +100, +101); every process is stopped by its pid; every
 # wait is bounded.
@@ -37,6 +40,7 @@ done
 serve=${NEARDUP_SERVE:-build/neardup-serve}
 [[ -x $serve ]] || { echo "no $serve: build first (scripts/build.sh)" >&2; exit 3; }
 work=$(mktemp -d /tmp/neardup-history.XXXXXX)
+chmod 755 "$work"  # the postgres store's server runs as the postgres user (scripts/postgres.sh)
 out=${out:-$work}
 mkdir -p "$out"
 flog=$out/faults.jsonl
@@ -75,6 +79,7 @@ stop_all() {
     [[ -f $work/serve$i.pid ]] && kill "$(cat "$work/serve$i.pid")" 2>/dev/null || true
   done
   [[ $kind == cluster ]] && scripts/redis_cluster.sh stop "$work/redis" "$base" >/dev/null 2>&1
+  [[ $kind == postgres ]] && scripts/postgres.sh stop "$work/pg" >/dev/null 2>&1
   return 0
 }
 trap stop_all EXIT
@@ -136,6 +141,15 @@ fault_partition() {
   log_fault "partition healed"
 }
 
+fault_restart_db() {
+  [[ $kind == postgres ]] || { log_fault "restart-db skipped ($kind)"; return; }
+  log_fault "crash postgres (immediate shutdown)"
+  scripts/postgres.sh kill "$work/pg" >/dev/null
+  sleep 0.5
+  scripts/postgres.sh start "$work/pg" >/dev/null || { log_fault "postgres did not restart"; return; }
+  log_fault "postgres restarted"
+}
+
 fault_migrate() {
   local p from to
   [[ $kind == cluster ]] || { log_fault "migrate skipped (embedded)"; return; }
@@ -151,6 +165,9 @@ fault_migrate() {
 ninst=2 urls=()
 [[ $kind == embedded ]] && ninst=1
 [[ $kind == cluster ]] && { scripts/redis_cluster.sh start "$work/redis" "$base" >/dev/null || exit 3; }
+if [[ $kind == postgres ]]; then
+  store=$(scripts/postgres.sh start "$work/pg") || exit 3
+fi
 for ((i = 0; i < ninst; i++)); do
   start_instance "$i" || exit 3
   urls+=(--url "http://127.0.0.1:${ports[$i]}")

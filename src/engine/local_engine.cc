@@ -1,6 +1,8 @@
 // LocalEngine: see include/neardup/engine/local_engine.h for the contract and
 // docs/service.md for why it is correct under concurrency and crashes.
 #include "neardup/engine/local_engine.h"
+#include "neardup/engine/namespace_record.h"
+#include "engine/shared_store_engine.h"
 
 #include <nlohmann/json.hpp>
 
@@ -36,32 +38,6 @@
 namespace neardup {
 namespace {
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-Result<FingerprintOptions> FingerprintOptionsFor(const NamespaceSettings& s) {
-  FingerprintOptions o;
-  if (s.tokenizer == "mixed") {
-    o.tokenizer = TokenizerKind::kMixedNgram;
-  } else if (s.tokenizer == "icu-words") {
-    o.tokenizer = TokenizerKind::kIcuWords;
-  } else {
-    return Status::InvalidArgument("unknown tokenizer \"" + s.tokenizer + "\"");
-  }
-  o.cjk_ngram = s.cjk_ngram;
-  return o;
-}
-
-// What the store keeps for a namespace: its settings and the fingerprint
-// scheme its documents were computed with.
-std::string EncodeNamespaceRecord(const NamespaceSettings& s, const Fingerprinter& fp) {
-  nlohmann::json j = {{"settings", nlohmann::json::parse(s.ToJson())},
-                      {"scheme_id", FingerprintToHex(fp.scheme_id())},
-                      {"scheme", fp.scheme_name()}};
-  return j.dump();
-}
 
 // ---------------------------------------------------------------------------
 // Group commit. Writes are queued in decision order (callers enqueue under
@@ -422,21 +398,11 @@ class LocalEngine final : public Engine {
       // captures them, which clang 14 refuses for bindings.
       const std::string& name = entry.first;
       const std::string& record = entry.second;
-      const nlohmann::json j = nlohmann::json::parse(record, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || !j.contains("settings") || !j.contains("scheme_id")) {
-        return Status::Corruption("namespace \"" + name + "\": unreadable settings record");
-      }
-      auto settings = NamespaceSettings::FromJson(j["settings"].dump(), NamespaceSettings{});
-      if (!settings.ok()) return Status::Corruption("namespace \"" + name + "\": " + settings.status().message());
-      auto ns = NewNamespace(name, *settings);
+      auto decoded = DecodeNamespaceRecord(name, record, "the store");
+      if (!decoded.ok()) return decoded.status();
+      auto ns = NewNamespace(name, decoded->settings);
       if (!ns.ok()) return ns.status();
       Namespace& n = **ns;
-      if (FingerprintToHex(n.fingerprinter->scheme_id()) != j["scheme_id"].get<std::string>()) {
-        return Status::FailedPrecondition("namespace \"" + name + "\" was written with fingerprint scheme " +
-                                          j.value("scheme", std::string("?")) + " (" +
-                                          j["scheme_id"].get<std::string>() + "); this build computes " +
-                                          n.fingerprinter->scheme_name() + ": refusing to mix them");
-      }
       // The store yields documents in key (id) order; the index is rebuilt in
       // number (arrival) order, through runs on disk past rebuild_run_docs.
       NumberOrder order(options_.data_dir, options_.rebuild_run_docs);
@@ -747,7 +713,7 @@ class LocalEngine final : public Engine {
   static Status SetLocked(Namespace& n, const NamespaceSettings& settings) {
     const bool scheme_change = settings.tokenizer != n.settings.tokenizer || settings.cjk_ngram != n.settings.cjk_ngram;
     if (scheme_change) {
-      auto fp = MakeFingerprinter(settings);
+      auto fp = MakeNamespaceFingerprinter(settings);
       if (!fp.ok()) return fp.status();
       n.fingerprinter = std::move(fp).value();
     }
@@ -763,18 +729,10 @@ class LocalEngine final : public Engine {
     return Status::OK();
   }
 
-  static Result<std::shared_ptr<const Fingerprinter>> MakeFingerprinter(const NamespaceSettings& s) {
-    auto opts = FingerprintOptionsFor(s);
-    if (!opts.ok()) return opts.status();
-    auto fp = Fingerprinter::Create(*opts);
-    if (!fp.ok()) return fp.status();
-    return std::make_shared<const Fingerprinter>(std::move(fp).value());
-  }
-
   Result<std::shared_ptr<Namespace>> NewNamespace(const std::string& name, const NamespaceSettings& settings) {
     auto ns = std::make_shared<Namespace>(name);
     ns->settings = settings;
-    auto fp = MakeFingerprinter(settings);
+    auto fp = MakeNamespaceFingerprinter(settings);
     if (!fp.ok()) return fp.status();
     ns->fingerprinter = std::move(fp).value();
     NearDupOptions o;

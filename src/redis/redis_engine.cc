@@ -20,10 +20,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "neardup/engine/namespace_record.h"
 #include "neardup/text/fingerprint.h"
 #include "neardup/dedup/near_dup_set.h"
 #include "neardup/text/similarity.h"
-#include "util/call_gate.h"
+#include "engine/shared_store_engine.h"
 #include "redis/redis_cluster.h"
 #include "util/coding.h"
 
@@ -117,10 +118,6 @@ double RedisTableLayout::ExpectedRecordsRead(double n) const {
 
 namespace {
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string Hex(uint64_t v) { return FingerprintToHex(v); }
 
@@ -133,22 +130,6 @@ bool ParseI64(std::string_view s, int64_t* v) {
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
 }
 
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-Result<std::shared_ptr<const Fingerprinter>> MakeFingerprinter(const NamespaceSettings& s) {
-  FingerprintOptions o;
-  if (s.tokenizer == "mixed") {
-    o.tokenizer = TokenizerKind::kMixedNgram;
-  } else if (s.tokenizer == "icu-words") {
-    o.tokenizer = TokenizerKind::kIcuWords;
-  } else {
-    return Status::InvalidArgument("unknown tokenizer \"" + s.tokenizer + "\"");
-  }
-  o.cjk_ngram = s.cjk_ngram;
-  auto fp = Fingerprinter::Create(o);
-  if (!fp.ok()) return fp.status();
-  return std::make_shared<const Fingerprinter>(std::move(fp).value());
-}
 
 // Anchor bucket keys take the top `anchor_bits` bits of an anchor. A
 // namespace record written before anchor buckets existed has no
@@ -181,12 +162,7 @@ struct NsInfo {
   int64_t loaded_ms = 0;
 
   // The policy NearDupSet would apply to this namespace.
-  NearDupOptions Policy() const {
-    NearDupOptions o;
-    o.k = settings.k;
-    o.recheck = settings.recheck;
-    return o;
-  }
+  NearDupOptions Policy() const { return PolicyOf(settings); }
   uint32_t AnchorPrefix(uint32_t anchor) const {
     return anchor_bits >= 32 ? anchor : anchor >> (32 - anchor_bits);
   }
@@ -209,28 +185,24 @@ std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, const 
                      const RedisTableLayout& layout, int anchor_bits) {
   nlohmann::json masks = nlohmann::json::array();
   for (uint64_t m : layout.masks) masks.push_back(Hex(m));
-  nlohmann::json j = {{"settings", nlohmann::json::parse(s.ToJson())},
-                      {"scheme_id", Hex(fp.scheme_id())},
-                      {"scheme", fp.scheme_name()},
-                      {"gen", gen},
+  nlohmann::json j = {{"gen", gen},
                       {"window_ms", window_ms},
                       {"anchor_bits", anchor_bits},
                       {"layout", {{"name", layout.name}, {"design_k", layout.design_k}, {"masks", masks}}}};
-  return j.dump();
+  return EncodeNamespaceRecord(s, fp, j.dump());
 }
 
 Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::string& raw) {
+  auto record = DecodeNamespaceRecord(name, raw, "redis");
+  if (!record.ok()) return record.status();
   const nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
   auto bad = [&] { return Status::Corruption("namespace \"" + name + "\": unreadable record in redis"); };
-  if (j.is_discarded() || !j.is_object() || !j.contains("settings") || !j.contains("gen") || !j.contains("layout")) {
-    return bad();
-  }
+  if (!j.contains("gen") || !j.contains("layout")) return bad();
   auto info = std::make_shared<NsInfo>();
   info->name = name;
   info->raw = raw;
-  auto settings = NamespaceSettings::FromJson(j["settings"].dump(), NamespaceSettings{});
-  if (!settings.ok()) return bad();
-  info->settings = settings.value();
+  info->settings = record->settings;
+  info->fp = record->fingerprinter;
   info->gen = j.value("gen", "");
   info->window_ms = j.value("window_ms", int64_t{0});
   info->anchor_bits = j.value("anchor_bits", kLegacyAnchorBits);
@@ -244,14 +216,6 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
     info->layout.masks.push_back(v.value());
   }
   if (info->layout.masks.empty() || info->gen.empty()) return bad();
-  auto fp = MakeFingerprinter(info->settings);
-  if (!fp.ok()) return fp.status();
-  info->fp = std::move(fp).value();
-  if (Hex(info->fp->scheme_id()) != j.value("scheme_id", "")) {
-    return Status::FailedPrecondition("namespace \"" + name + "\" was written with fingerprint scheme " +
-                                      j.value("scheme", std::string("?")) + "; this build computes " +
-                                      info->fp->scheme_name() + ": refusing to mix them");
-  }
   return info;
 }
 
@@ -407,23 +371,14 @@ constexpr size_t kAnchorRecord = 12;
 
 // One check (RedisClusterEngine::CheckWith): what it derives from the
 // document and the namespace up front, and what its steps learn.
-struct CheckRun {
+struct CheckRun : CheckBasis {
   CheckRun(const NsInfo& ns, const DocumentInput& d, CheckMode m, int64_t now)
-      : n(ns), doc(d), mode(m), policy(ns.Policy()) {
-    TextAnalysis analysis;
-    n.fp->Analyze(doc.text, &analysis);
-    // The signature the embedded store decides on (near_dup_set.h).
-    sig = MakeSignature(analysis, doc.text, policy.recheck.shingle_size);
+      : CheckBasis(*ns.fp, ns.Policy(), d, m, ns.Cutoff(now), now), n(ns) {
     fp = sig.fingerprint;
     ch = sig.content_hash;
     hf = sig.has_features;
-    cutoff = n.Cutoff(now);
-    ts = doc.timestamp_ms.value_or(now);
     store = mode != CheckMode::kQueryOnly && ts >= cutoff;
     k = n.settings.k;
-    // With the re-check off nothing of it is written or read: the store then
-    // costs and decides exactly as the plain rule always did.
-    sketched = rc().enabled && sig.has_sketch();
     // Fingerprint records are kept up to the widest radius a pair with this
     // document can use: max(k, short_k) when either text is short. Whether a
     // candidate is short is known from its metadata (step 3).
@@ -445,12 +400,9 @@ struct CheckRun {
     meta = Meta{ts, fp, ch, hf, 0, doc.id};
     if (sketched) meta.extra = EncodeSignatureExtra(sig);
     doc_exp = n.DocExpiry(ts);
-    out.fingerprint = fp;
-    out.has_features = hf;
   }
   CheckRun(const CheckRun&) = delete;  // `kept` points into `cands` and at `fencer`
 
-  const RecheckOptions& rc() const { return policy.recheck; }
   bool Live(const Candidate& c) const { return c.have_meta && c.meta.ts >= cutoff; }
   // The distinct bucket prefixes of all_anchors[lo, hi), less `skip`.
   std::vector<uint32_t> PrefixesOf(size_t lo, size_t hi, const std::vector<uint32_t>& skip) const {
@@ -465,16 +417,10 @@ struct CheckRun {
   }
 
   const NsInfo& n;
-  const DocumentInput& doc;
-  const CheckMode mode;
-  const NearDupOptions policy;
-  DocSignature sig;
   uint64_t fp = 0, ch = 0;
   bool hf = false;
-  int64_t cutoff = 0, ts = 0;
   bool store = false;  // a pending record is written (not a query, not expired on arrival)
   int k = 0;
-  bool sketched = false;
   int read_radius = 0;
   std::vector<uint32_t> all_anchors;  // the sketch's anchors (up to kAnchorCount), ascending
   std::vector<uint32_t> anchors;      // its first `anchors`: our records are appended under these
@@ -487,7 +433,6 @@ struct CheckRun {
   std::vector<Candidate> cands;        // in id order
   std::vector<const Candidate*> kept;  // the matches: kept, unexpired
   Candidate fencer;                    // the peer that rejected us, if one did
-  CheckOutcome out;
   bool answered = false;  // `out` is final (a replay)
 };
 
@@ -583,18 +528,9 @@ Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, Anc
 bool ChooseAnchors(const CheckRun& run, const AnchorScan& scan, std::vector<size_t>* probe,
                    std::vector<size_t>* filed) {
   const size_t cap = static_cast<size_t>(run.rc().anchor_max_postings);
-  const auto want_probe = static_cast<size_t>(run.rc().anchors);
-  const auto want_filed = static_cast<size_t>(std::max(run.rc().anchors, RecheckOptions{}.anchors));
-  probe->clear();
-  filed->clear();
-  for (size_t a = 0; a < run.all_anchors.size(); ++a) {
-    if (probe->size() >= want_probe && filed->size() >= want_filed) break;
-    if (a >= scan.read) return false;
-    if (scan.kept[a].size() > cap) continue;  // a stop key
-    if (probe->size() < want_probe) probe->push_back(a);
-    if (filed->size() < want_filed) filed->push_back(a);
-  }
-  return true;
+  return ChooseAnchors(run.rc(), run.all_anchors.size(), [&](size_t a) {
+    return a >= scan.read ? -1 : scan.kept[a].size() > cap ? 1 : 0;
+  }, probe, filed);
 }
 
 // The anchor candidates: kept documents filed under a probed anchor and
@@ -661,7 +597,7 @@ void FilterByPairRule(CheckRun& run) {
   });
 }
 
-class RedisClusterEngine final : public Engine {
+class RedisClusterEngine final : public SharedStoreEngine {
  public:
   RedisClusterEngine(const RedisEngineOptions& options, std::unique_ptr<RedisClusterClient> client)
       : options_(options), client_(std::move(client)) {
@@ -670,18 +606,6 @@ class RedisClusterEngine final : public Engine {
   ~RedisClusterEngine() override { (void)Shutdown(); }
 
   // ---- namespaces -----------------------------------------------------------
-
-  Status PutNamespace(const std::string& name, const NamespaceSettings& settings, bool* created) override {
-    return Modify(name, [&](const NamespaceSettings*) -> Result<NamespaceSettings> { return settings; }, created);
-  }
-
-  Status UpdateNamespace(const std::string& name, std::string_view patch, const NamespaceSettings& defaults,
-                         bool* created) override {
-    auto merge = [&](const NamespaceSettings* current) {
-      return NamespaceSettings::FromJson(patch, current ? *current : defaults);
-    };
-    return Modify(name, merge, created);
-  }
 
   Result<NamespaceStats> GetNamespace(const std::string& name) override {
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
@@ -730,26 +654,6 @@ class RedisClusterEngine final : public Engine {
 
   // ---- documents ------------------------------------------------------------
 
-  Result<CheckOutcome> Check(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
-    return CheckOne(ns, doc, mode);
-  }
-
-  Status CheckBatch(const std::string& ns, std::span<const DocumentInput> docs, CheckMode mode,
-                    std::vector<Result<CheckOutcome>>* out) override {
-    CallGate::Pass guard(gate_);
-    if (!guard.ok()) return Unavailable();
-    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
-    auto info = GetOrCreate(ns);
-    if (!info.ok()) return info.status();
-    out->clear();
-    // In order, each as if sent alone: a later document sees the earlier ones.
-    for (const DocumentInput& d : docs) out->push_back(CheckOne(ns, d, mode));
-    return Status::OK();
-  }
-
   Result<DocumentInfo> GetDocument(const std::string& ns, const std::string& id) override {
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(id));
@@ -784,20 +688,10 @@ class RedisClusterEngine final : public Engine {
   }
 
   EngineMetrics Metrics() override {
-    EngineMetrics m;
-    for (const std::string& name : ListNamespaces()) {
-      ++m.namespaces;
-      auto s = GetNamespace(name);
-      if (s.ok()) m.documents += s->documents;
-    }
+    EngineMetrics m = SharedStoreEngine::Metrics();
     m.store_commits = commits_.load();
     m.store_commit_docs = commits_.load();
     return m;
-  }
-
-  Status Shutdown() override {
-    (void)gate_.CloseAndDrain();
-    return Status::OK();
   }
 
  private:
@@ -805,7 +699,7 @@ class RedisClusterEngine final : public Engine {
   static constexpr const char* kSeqKey = "nd:seq";
   static constexpr uint64_t kIdBlock = 1024;
 
-  static Status Unavailable() { return Status::Unavailable("the engine is shutting down"); }
+  static Status Unavailable() { return ShuttingDown(); }
 
   RedisClusterClient::BatchOptions Durable() const { return {.wait_replicas = 1, .wait_timeout_ms = options_.wait_timeout_ms}; }
 
@@ -832,11 +726,8 @@ class RedisClusterEngine final : public Engine {
 
   // The namespace, from the cache when loaded within the last second.
   Result<std::shared_ptr<const NsInfo>> Load(const std::string& name, bool fresh = false) {
-    const int64_t now = SystemNowMs();
     if (!fresh) {
-      std::lock_guard lk(cache_mu_);
-      auto it = cache_.find(name);
-      if (it != cache_.end() && now - it->second->loaded_ms < 1000) return std::shared_ptr<const NsInfo>(it->second);
+      if (auto hit = cache_.Fresh(name, SystemNowMs(), 1000)) return std::shared_ptr<const NsInfo>(hit);
     }
     auto r = client_->Command({"GET", NsKey(name)});
     if (!r.ok()) return r.status();
@@ -849,36 +740,25 @@ class RedisClusterEngine final : public Engine {
   }
 
   Result<std::shared_ptr<const NsInfo>> Remember(const std::string& name, const std::string& raw) {
-    {
-      std::lock_guard lk(cache_mu_);
-      auto it = cache_.find(name);
-      if (it != cache_.end() && it->second->raw == raw) {
-        auto copy = std::make_shared<NsInfo>(*it->second);
-        copy->loaded_ms = SystemNowMs();
-        it->second = copy;
-        return std::shared_ptr<const NsInfo>(copy);
-      }
+    if (auto cached = cache_.Find(name); cached && cached->raw == raw) {
+      auto copy = std::make_shared<NsInfo>(*cached);
+      copy->loaded_ms = SystemNowMs();
+      cache_.Put(name, copy);
+      return std::shared_ptr<const NsInfo>(copy);
     }
     auto info = DecodeNs(name, raw);
     if (!info.ok()) return info.status();
     info.value()->loaded_ms = SystemNowMs();
-    std::lock_guard lk(cache_mu_);
-    cache_[name] = info.value();
+    cache_.Put(name, info.value());
     return std::shared_ptr<const NsInfo>(info.value());
   }
 
-  void Forget(const std::string& name) {
-    std::lock_guard lk(cache_mu_);
-    cache_.erase(name);
-  }
-
-  // The new settings from the current ones (nullptr: no such namespace).
-  using SettingsMerge = std::function<Result<NamespaceSettings>(const NamespaceSettings* current)>;
+  void Forget(const std::string& name) { cache_.Forget(name); }
 
   // Creates or updates the namespace with merge()'s settings. The record is
   // replaced only if it is still the one merged (compare-and-set), so no
   // other instance's change lands between read and write; else it retries.
-  Status Modify(const std::string& name, const SettingsMerge& merge, bool* created) {
+  Status ModifyNamespace(const std::string& name, const SettingsMerge& merge, bool* created) override {
     CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
@@ -904,7 +784,7 @@ class RedisClusterEngine final : public Engine {
   // False if the record is no longer `n` (the caller merges again).
   Result<bool> Replace(const NsInfo& n, const NamespaceSettings& settings) {
     NEARDUP_RETURN_IF_ERROR(CheckChange(n, settings));
-    auto fp = MakeFingerprinter(settings);
+    auto fp = MakeNamespaceFingerprinter(settings);
     if (!fp.ok()) return fp.status();
     const std::string raw = EncodeNs(settings, *fp.value(), n.gen, n.window_ms, n.layout, n.anchor_bits);
     const std::string key = NsKey(n.name);
@@ -939,7 +819,7 @@ class RedisClusterEngine final : public Engine {
 
   // True if this call created it; false if it already existed.
   Result<bool> Create(const std::string& name, const NamespaceSettings& settings) {
-    auto fp = MakeFingerprinter(settings);
+    auto fp = MakeNamespaceFingerprinter(settings);
     if (!fp.ok()) return fp.status();
     // Built for the widest radius the settings search (short texts search
     // max(k, short_k)), and never below 3 so that k can be raised to 3 later.
@@ -963,16 +843,14 @@ class RedisClusterEngine final : public Engine {
     return !r[0].is_nil();
   }
 
+  Status EnsureNamespace(const std::string& ns) override { return GetOrCreate(ns).status(); }
+
   Result<std::shared_ptr<const NsInfo>> GetOrCreate(const std::string& name) {
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      auto info = Load(name);
-      if (info.ok() || info.status().code() != Status::Code::kNotFound) return info;
-      if (!options_.auto_create) return info.status();
-      auto made = Create(name, options_.default_settings);
-      if (!made.ok()) return made.status();
-    }
-    return Status::Unavailable("namespace \"" + name + "\" keeps changing; retry");
+    return LoadOrCreate(
+        name, options_.auto_create, [&] { return Load(name); },
+        [&] { return Create(name, options_.default_settings).status(); });
   }
+
 
   uint64_t Documents(const NsInfo& n) {
     auto s = GetNamespace(n.name);
@@ -1077,7 +955,7 @@ class RedisClusterEngine final : public Engine {
   // ourselves) or our fence was first (its "K" fails). Never both "K".
   // Leases only decide when a peer may fence; fencing is always safe.
 
-  Result<CheckOutcome> CheckOne(const std::string& ns, const DocumentInput& doc, CheckMode mode) {
+  Result<CheckOutcome> CheckOne(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
     NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(doc.id));
     if (doc.text.empty()) return Status::InvalidArgument("field \"text\" must be a non-empty string");
     for (int attempt = 0; attempt < 4; ++attempt) {
@@ -1563,11 +1441,9 @@ class RedisClusterEngine final : public Engine {
 
   RedisEngineOptions options_;
   std::unique_ptr<RedisClusterClient> client_;
-  std::mutex cache_mu_;
-  std::map<std::string, std::shared_ptr<NsInfo>> cache_;
+  NamespaceCache<NsInfo> cache_;
   std::mutex id_mu_;
   uint64_t next_id_ = 0, id_end_ = 0;
-  CallGate gate_;
   std::atomic<uint64_t> commits_{0}, scanned_{0};
 };
 

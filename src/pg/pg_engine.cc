@@ -1,0 +1,883 @@
+// PgEngine: see include/neardup/pg/pg_engine.h for the contract and
+// docs/postgresql.md for the schema and why exactly one of concurrent
+// near-duplicates is kept.
+#include "neardup/pg/pg_engine.h"
+
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "neardup/dedup/near_dup_set.h"
+#include "neardup/engine/namespace_record.h"
+#include "neardup/text/fingerprint.h"
+#include "neardup/text/similarity.h"
+#include "pg/pg_conn.h"
+#include "engine/shared_store_engine.h"
+
+namespace neardup {
+namespace {
+
+
+constexpr int64_t kNoRetentionWindowMs = 7LL * 24 * 3600 * 1000;
+
+// The shared tables and functions (docs/postgresql.md). Created once per
+// database, under an advisory lock so that instances starting together do
+// not race on CREATE OR REPLACE.
+constexpr const char* kSchemaSql = R"SQL(
+SELECT pg_advisory_xact_lock(7236784512390871);
+CREATE TABLE IF NOT EXISTS neardup_namespaces (
+  name text PRIMARY KEY,
+  gen bigint NOT NULL UNIQUE,
+  record text NOT NULL,
+  version bigint NOT NULL DEFAULT 1,
+  created_at timestamptz NOT NULL DEFAULT now());
+CREATE SEQUENCE IF NOT EXISTS neardup_gen_seq;
+CREATE TABLE IF NOT EXISTS neardup_counters (
+  gen bigint NOT NULL, slot int NOT NULL,
+  checks bigint NOT NULL DEFAULT 0, duplicates bigint NOT NULL DEFAULT 0,
+  inserted bigint NOT NULL DEFAULT 0, deleted bigint NOT NULL DEFAULT 0, expired bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (gen, slot));
+CREATE OR REPLACE FUNCTION neardup_lock(ns_key bigint, keys bigint[], ns text, OUT gen bigint, OUT version bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE k bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(ns_key);
+  FOREACH k IN ARRAY keys LOOP PERFORM pg_advisory_xact_lock(k); END LOOP;
+  SELECT n.gen, n.version INTO gen, version FROM neardup_namespaces n WHERE n.name = ns;
+END $f$;
+CREATE OR REPLACE FUNCTION neardup_documents(ns text)
+RETURNS TABLE (id text, ts timestamptz, fingerprint text, kept boolean, duplicate_of text, distance int,
+               similarity real)
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE g bigint;
+BEGIN
+  SELECT n.gen INTO g FROM neardup_namespaces n WHERE n.name = ns;
+  IF g IS NULL THEN RAISE EXCEPTION 'namespace "%" does not exist', ns; END IF;
+  RETURN QUERY EXECUTE format(
+    'SELECT d.id, to_timestamp(d.ts / 1000.0), lpad(to_hex(d.fp), 16, ''0''), true, NULL::text, NULL::int, NULL::real
+       FROM %I d
+     UNION ALL
+     SELECT x.id, to_timestamp(x.ts / 1000.0), NULL, false, d.id, x.distance, x.similarity
+       FROM %I x JOIN %I d ON d.no = x.kept_no',
+    'nd_' || g || '_docs', 'nd_' || g || '_dups', 'nd_' || g || '_docs');
+END $f$;
+)SQL";
+
+// A namespace as stored in neardup_namespaces.record (JSON) and cached.
+struct NsInfo {
+  std::string name;
+  std::string raw;
+  int64_t gen = 0;
+  int64_t version = 0;
+  NamespaceSettings settings;
+  int64_t window_ms = 0;
+  int design_k = 3;
+  std::shared_ptr<const Fingerprinter> fp;
+  int64_t loaded_ms = 0;
+
+  NearDupOptions Policy() const { return PolicyOf(settings); }
+  int blocks() const { return design_k + 1; }
+  // Table t's key: bits [64 t / n, 64 (t+1) / n) of the fingerprint. Two
+  // fingerprints within design_k bits agree on at least one (pigeonhole).
+  int64_t BlockKey(uint64_t fp_value, int t) const {
+    const int n = blocks(), lo = 64 * t / n, hi = 64 * (t + 1) / n;
+    return static_cast<int64_t>((fp_value >> lo) & ((uint64_t{1} << (hi - lo)) - 1));
+  }
+  int64_t Cutoff(int64_t now) const {
+    return settings.retention_seconds > 0 ? now - settings.retention_seconds * 1000
+                                          : std::numeric_limits<int64_t>::min();
+  }
+  int64_t Window(int64_t ts) const { return FloorDiv(ts, window_ms); }
+  std::string Table(const char* what) const { return "nd_" + std::to_string(gen) + "_" + what; }
+  std::string Partition(const char* what, int64_t w) const {
+    return Table(what) + "_w" + (w < 0 ? "n" + std::to_string(-w) : std::to_string(w));
+  }
+};
+
+std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, int64_t window_ms, int design_k) {
+  return EncodeNamespaceRecord(s, fp, nlohmann::json{{"window_ms", window_ms}, {"design_k", design_k}}.dump());
+}
+
+Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::string& raw, int64_t gen,
+                                         int64_t version) {
+  auto record = DecodeNamespaceRecord(name, raw, "postgresql");
+  if (!record.ok()) return record.status();
+  const nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
+  auto info = std::make_shared<NsInfo>();
+  info->name = name;
+  info->raw = raw;
+  info->gen = gen;
+  info->version = version;
+  info->settings = record->settings;
+  info->fp = record->fingerprinter;
+  info->window_ms = j.value("window_ms", int64_t{0});
+  info->design_k = j.value("design_k", 0);
+  if (info->window_ms <= 0 || info->design_k < 1 || info->design_k > 15) {
+    return Status::Corruption("namespace \"" + name + "\": unreadable record in postgresql");
+  }
+  return info;
+}
+
+// Advisory lock keys: a 64-bit hash of (what, namespace generation, value).
+// A collision only makes two unrelated checks wait for each other.
+int64_t LockKey(char kind, int64_t gen, std::string_view value) {
+  std::string buf(1, kind);
+  buf.append(reinterpret_cast<const char*>(&gen), sizeof gen);
+  buf.append(value);
+  return static_cast<int64_t>(XXH3_64bits(buf.data(), buf.size()));
+}
+int64_t LockKey(char kind, int64_t gen, uint64_t value) {
+  return LockKey(kind, gen, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
+}
+int64_t NamespaceLockKey(std::string_view name) { return LockKey('n', 0, name); }
+
+// A stored document read back as a candidate.
+struct Row {
+  int64_t no = 0;
+  std::string id;
+  int64_t ts = 0;
+  uint64_t fp = 0;
+  uint64_t ch = 0;
+  bool hf = false;
+  DocSignature sig;  // content_hash, fingerprint, has_features and (when stored) the sketch
+};
+
+// One check: what it derives from the document and the namespace.
+struct CheckRun : CheckBasis {
+  CheckRun(const NsInfo& ns, const DocumentInput& d, CheckMode m, int64_t now)
+      : CheckBasis(*ns.fp, ns.Policy(), d, m, ns.Cutoff(now), now), n(ns) {
+    if (sketched && policy.recheck.anchors > 0) anchors = sig.sketch.anchors;
+    // NearDupSet::SearchRadius: short texts search max(k, short_k).
+    radius = sketched && IsShortText(policy.recheck, sig.num_chars) ? std::max(policy.k, policy.recheck.short_k)
+                                                                    : policy.k;
+  }
+  const NsInfo& n;
+  int radius = 0;
+  std::vector<uint32_t> anchors;   // all of the sketch's anchors (up to kAnchorCount)
+  std::vector<int64_t> probed;     // documents filed under the anchors it probes
+  std::vector<uint32_t> filed;     // stored: filed under these
+};
+
+// The embedded store's anchor choice (NearDupSet): probe the first
+// `anchors` anchors that are not stop keys (more than anchor_max_postings
+// kept documents filed), file under the first max(anchors, 16) of them.
+// `postings[a]` = the documents filed under anchors[a] (at most cap + 1 read).
+void ChooseAnchors(CheckRun& run, const std::vector<std::vector<int64_t>>& postings) {
+  const auto cap = static_cast<size_t>(run.policy.recheck.anchor_max_postings);
+  std::vector<size_t> probe, filed;
+  (void)ChooseAnchors(run.policy.recheck, run.anchors.size(), [&](size_t a) { return postings[a].size() > cap ? 1 : 0; },
+                      &probe, &filed);
+  for (size_t a : probe) run.probed.insert(run.probed.end(), postings[a].begin(), postings[a].end());
+  for (size_t a : filed) run.filed.push_back(run.anchors[a]);
+  std::sort(run.probed.begin(), run.probed.end());
+  run.probed.erase(std::unique(run.probed.begin(), run.probed.end()), run.probed.end());
+}
+
+// An accepted match and the row it names.
+struct Accepted {
+  DuplicateMatch m;
+  const Row* row;
+};
+
+// NearDupSet::FindDuplicate's rule over the rows read: the first kept copy
+// of the same text that passes the pair rule, then every fingerprint (within
+// the radius) or anchor candidate that passes it, ranked by RanksBefore.
+std::vector<Accepted> Decide(const CheckRun& run, const std::vector<Row>& rows) {
+  std::vector<Accepted> out;
+  const PairSide doc = PairSide::Of(run.sig);
+  auto accept = [&](const Row& r, int distance, Accepted* a) {
+    const PairDecision d = DecidePair(run.policy, doc, PairSide::Of(r.sig), distance);
+    a->m.id = static_cast<DocId>(r.no);
+    a->m.distance = distance;
+    a->m.similarity = d.similarity;
+    a->m.rechecked = d.rechecked;
+    a->m.similarity_exact = d.exact;
+    a->m.exact = r.ch == run.sig.content_hash;
+    a->row = &r;
+    return d.duplicate;
+  };
+  // Rows come ordered by number (the order documents were kept in).
+  const Row* first_exact = nullptr;
+  for (const Row& r : rows) {
+    if (r.ch != run.sig.content_hash) continue;
+    Accepted a;
+    if (accept(r, 0, &a)) {
+      out.push_back(a);
+      first_exact = &r;
+      break;
+    }
+  }
+  if (!run.sig.has_features) return out;
+  std::vector<Accepted> near;
+  for (const Row& r : rows) {
+    if (&r == first_exact || !r.hf) continue;
+    const int distance = std::popcount(r.fp ^ run.sig.fingerprint);
+    const bool by_anchor = std::binary_search(run.probed.begin(), run.probed.end(), r.no);
+    if (distance > run.radius && !by_anchor) continue;
+    Accepted a;
+    if (accept(r, distance, &a)) near.push_back(a);
+  }
+  const bool by_similarity = run.policy.recheck.enabled;
+  auto rank = [](const Accepted& a) { return MatchRank{false, a.m.similarity, a.m.distance, a.m.id}; };
+  std::sort(near.begin(), near.end(),
+            [&](const Accepted& a, const Accepted& b) { return RanksBefore(rank(a), rank(b), by_similarity); });
+  out.insert(out.end(), near.begin(), near.end());
+  return out;
+}
+
+class PgEngine final : public SharedStoreEngine {
+ public:
+  PgEngine(const PgEngineOptions& options, std::string conninfo)
+      : options_(options), pool_(conninfo, options.pool_size) {
+    if (!options_.clock_ms) options_.clock_ms = SystemNowMs;
+    std::random_device rd;
+    slot_base_ = static_cast<int>(rd() % 4096);
+  }
+  ~PgEngine() override { (void)Shutdown(); }
+
+  Status Init() {
+    auto c = pool_.Acquire();
+    auto r = c->ExecMulti(std::string("BEGIN;") + kSchemaSql + "COMMIT;");
+    return r.status();
+  }
+
+  // ---- namespaces -------------------------------------------------------
+
+  Result<NamespaceStats> GetNamespace(const std::string& name) override {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    auto info = Load(name, /*fresh=*/true);
+    if (!info.ok()) return info.status();
+    NamespaceStats s{name, info.value()->settings};
+    Status st = Retrying([&](PgConn& c) -> Status {
+      auto r = c.Exec(
+          "SELECT coalesce(sum(checks),0), coalesce(sum(duplicates),0), coalesce(sum(inserted),0), "
+          "coalesce(sum(deleted),0), coalesce(sum(expired),0) FROM neardup_counters WHERE gen = $1",
+          {std::to_string(info.value()->gen)});
+      if (!r.ok()) return r.status();
+      s.checks = static_cast<uint64_t>(r->i64(0, 0));
+      s.duplicates = static_cast<uint64_t>(r->i64(0, 1));
+      s.inserted = static_cast<uint64_t>(r->i64(0, 2));
+      s.deleted = static_cast<uint64_t>(r->i64(0, 3));
+      s.expired = static_cast<uint64_t>(r->i64(0, 4));
+      return Status::OK();
+    });
+    if (!st.ok()) return st;
+    const uint64_t gone = s.deleted + s.expired;
+    s.documents = s.inserted > gone ? s.inserted - gone : 0;
+    return s;
+  }
+
+  Status DeleteNamespace(const std::string& name) override {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    return Retrying([&](PgConn& c) -> Status {
+      auto r = c.ExecMulti("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(NamespaceLockKey(name)) +
+                           "); DELETE FROM neardup_namespaces WHERE name = " + c.Literal(name) + " RETURNING gen");
+      if (!r.ok()) return r.status();
+      if (r->size() == 0) {
+        (void)c.ExecMulti("ROLLBACK");
+        Forget(name);
+        return Status::NotFound("namespace \"" + name + "\" does not exist");
+      }
+      const std::string g = std::to_string(r->i64(0, 0));
+      auto d = c.ExecMulti("DROP TABLE IF EXISTS nd_" + g + "_docs, nd_" + g + "_dups; DROP SEQUENCE IF EXISTS nd_" +
+                           g + "_no; DELETE FROM neardup_counters WHERE gen = " + g + "; COMMIT");
+      Forget(name);
+      return d.status();
+    });
+  }
+
+  std::vector<std::string> ListNamespaces() override {
+    std::vector<std::string> out;
+    (void)Retrying([&](PgConn& c) -> Status {
+      auto r = c.Exec("SELECT name FROM neardup_namespaces ORDER BY name");
+      if (!r.ok()) return r.status();
+      out.clear();
+      for (int i = 0; i < r->size(); ++i) out.emplace_back(r->text(i, 0));
+      return Status::OK();
+    });
+    return out;
+  }
+
+  // ---- documents --------------------------------------------------------
+
+  Result<DocumentInfo> GetDocument(const std::string& ns, const std::string& id) override {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
+    NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(id));
+    DocumentInfo info;
+    Status st = Retrying([&](PgConn& c) -> Status {
+      auto n = Load(ns);
+      if (!n.ok()) return n.status();
+      auto r = c.Exec("SELECT fp, hf, ts FROM " + n.value()->Table("docs") +
+                          " WHERE id = $1 AND ts >= $2 ORDER BY no DESC LIMIT 1",
+                      {id, std::to_string(n.value()->Cutoff(options_.clock_ms()))});
+      if (!r.ok()) return StaleOr(ns, c, r.status());
+      if (r->size() == 0) return Status::NotFound("document \"" + id + "\" not found in namespace \"" + ns + "\"");
+      info = DocumentInfo{id, static_cast<uint64_t>(r->i64(0, 0)), r->boolean(0, 1), r->i64(0, 2)};
+      return Status::OK();
+    });
+    if (!st.ok()) return st;
+    return info;
+  }
+
+  Status DeleteDocument(const std::string& ns, const std::string& id) override {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(ns));
+    NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(id));
+    return Retrying([&](PgConn& c) -> Status {
+      auto info = Load(ns);
+      if (!info.ok()) return info.status();
+      const NsInfo& n = *info.value();
+      // The id's lock: a concurrent check of the same id waits (its replay
+      // test and our delete are ordered).
+      const std::vector<int64_t> keys = {LockKey('i', n.gen, id)};
+      auto locked = c.ExecMulti("BEGIN; SELECT * FROM neardup_lock(" + std::to_string(NamespaceLockKey(ns)) + ", '" +
+                                PgArray(keys) + "', " + c.Literal(ns) + ")");
+      if (!locked.ok()) return StaleOr(ns, c, locked.status());
+      if (locked->null(0, 0) || locked->i64(0, 0) != n.gen) {
+        (void)c.ExecMulti("ROLLBACK");
+        Forget(ns);
+        return Status::Unavailable("namespace changed");
+      }
+      auto r = c.Exec("DELETE FROM " + n.Table("docs") + " WHERE id = $1 AND ts >= $2 RETURNING no",
+                      {id, std::to_string(n.Cutoff(options_.clock_ms()))});
+      if (!r.ok()) return StaleOr(ns, c, r.status());
+      if (r->size() == 0) {
+        (void)c.ExecMulti("ROLLBACK");
+        return Status::NotFound("document \"" + id + "\" not found in namespace \"" + ns + "\"");
+      }
+      return c.Run({CounterStmt(n, ConnSlot(c), 0, 0, r->size(), 0), {"COMMIT", {}}}).status();
+    });
+  }
+
+  EngineMetrics Metrics() override {
+    EngineMetrics m = SharedStoreEngine::Metrics();
+    auto c = pool_.Acquire();
+    auto r = c->Exec("SELECT pg_database_size(current_database())");
+    if (r.ok() && r->size() == 1) m.disk_bytes = static_cast<uint64_t>(r->i64(0, 0));
+    m.store_commits = commits_.load();
+    m.store_commit_docs = commits_.load();
+    return m;
+  }
+
+ private:
+  static Status Unavailable() { return ShuttingDown(); }
+
+  // Runs fn on a pooled connection; retries it while it fails with a
+  // retryable error (lost connection, deadlock, stale namespace), within
+  // the retry budget, with a growing pause.
+  Status Retrying(const std::function<Status(PgConn&)>& fn) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.retry_budget_ms);
+    int pause_ms = 5;
+    for (;;) {
+      Status st;
+      bool retry = false;
+      {
+        auto c = pool_.Acquire();
+        st = fn(*c);
+        retry = !st.ok() && st.code() == Status::Code::kUnavailable && (c->Retryable() || stale_retry_);
+        stale_retry_ = false;
+      }
+      if (!retry || std::chrono::steady_clock::now() >= deadline) return st;
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      pause_ms = std::min(pause_ms * 2, 200);
+    }
+  }
+
+  // A statement failed: an undefined table means the namespace changed under
+  // the cached view (dropped or re-created): forget it, so the retry reloads.
+  Status StaleOr(const std::string& ns, PgConn& c, Status st) {
+    if (c.sqlstate() == "42P01") Forget(ns);
+    return st;
+  }
+
+  // ---- namespace records ------------------------------------------------
+
+  Result<std::shared_ptr<const NsInfo>> Load(const std::string& name, bool fresh = false) {
+    const int64_t now = SystemNowMs();
+    if (!fresh) {
+      if (auto hit = cache_.Fresh(name, now, 1000)) return std::shared_ptr<const NsInfo>(hit);
+    }
+    std::shared_ptr<NsInfo> info;
+    Status st = Retrying([&](PgConn& c) -> Status {
+      auto r = c.Exec("SELECT record, gen, version FROM neardup_namespaces WHERE name = $1", {name});
+      if (!r.ok()) return r.status();
+      if (r->size() == 0) {
+        Forget(name);
+        return Status::NotFound("namespace \"" + name + "\" does not exist");
+      }
+      auto decoded = DecodeNs(name, std::string(r->text(0, 0)), r->i64(0, 1), r->i64(0, 2));
+      if (!decoded.ok()) return decoded.status();
+      info = decoded.value();
+      return Status::OK();
+    });
+    if (!st.ok()) return st;
+    info->loaded_ms = now;
+    cache_.Put(name, info);
+    return std::shared_ptr<const NsInfo>(info);
+  }
+
+  void Forget(const std::string& name) { cache_.Forget(name); }
+
+  // Read, merge and write under the namespace's advisory lock (exclusive):
+  // checks hold it shared, so a change waits for the checks in flight and
+  // later checks see the new record (their version test).
+  Status ModifyNamespace(const std::string& name, const SettingsMerge& merge, bool* created) override {
+    CallGate::Pass guard(gate_);
+    if (!guard.ok()) return Unavailable();
+    NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    Status st = Retrying([&](PgConn& c) -> Status {
+      auto r = c.ExecMulti("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(NamespaceLockKey(name)) +
+                           "); SELECT record, gen, version FROM neardup_namespaces WHERE name = " + c.Literal(name));
+      if (!r.ok()) return r.status();
+      std::shared_ptr<NsInfo> current;
+      if (r->size() == 1) {
+        auto d = DecodeNs(name, std::string(r->text(0, 0)), r->i64(0, 1), r->i64(0, 2));
+        if (!d.ok()) {
+          (void)c.ExecMulti("ROLLBACK");
+          return d.status();
+        }
+        current = d.value();
+      }
+      auto settings = merge(current ? &current->settings : nullptr);
+      Status valid = settings.ok() ? settings->Validate() : settings.status();
+      if (valid.ok()) valid = current ? Replace(c, *current, settings.value()) : Create(c, name, settings.value());
+      if (!valid.ok()) {
+        (void)c.ExecMulti("ROLLBACK");
+        return valid;
+      }
+      auto done = c.ExecMulti("COMMIT");
+      if (!done.ok()) return done.status();
+      if (created) *created = current == nullptr;
+      return Status::OK();
+    });
+    Forget(name);
+    return st;
+  }
+
+  Status Replace(PgConn& c, const NsInfo& n, const NamespaceSettings& settings) {
+    if (Status s = CheckDecisionSettingsUnchanged(n.name, n.settings, settings); !s.ok()) {
+      auto any = c.Exec("SELECT 1 FROM " + n.Table("docs") + " WHERE ts >= $1 LIMIT 1",
+                        {std::to_string(n.Cutoff(options_.clock_ms()))});
+      if (!any.ok()) return any.status();
+      if (any->size() > 0) return s;
+    }
+    if (settings.k > n.design_k || settings.recheck.short_k > n.design_k) {
+      return Status::FailedPrecondition("namespace \"" + n.name + "\" was created with fingerprint blocks for radii <= " +
+                                        std::to_string(n.design_k) +
+                                        " (docs/postgresql.md); recreate it to raise k or recheck.short_k");
+    }
+    auto fp = MakeNamespaceFingerprinter(settings);
+    if (!fp.ok()) return fp.status();
+    const std::string raw = EncodeNs(settings, *fp.value(), n.window_ms, n.design_k);
+    return c.Exec("UPDATE neardup_namespaces SET record = $2, version = version + 1 WHERE name = $1", {n.name, raw})
+        .status();
+  }
+
+  Status Create(PgConn& c, const std::string& name, const NamespaceSettings& settings) {
+    auto fp = MakeNamespaceFingerprinter(settings);
+    if (!fp.ok()) return fp.status();
+    const int design_k = std::max({settings.k, settings.recheck.short_k, 3});
+    const int64_t window_ms =
+        settings.retention_seconds > 0
+            ? std::max<int64_t>(settings.retention_seconds * 1000 / std::max(options_.windows_per_retention, 1), 60000)
+            : kNoRetentionWindowMs;
+    auto g = c.Exec("SELECT nextval('neardup_gen_seq')");
+    if (!g.ok()) return g.status();
+    NsInfo n;
+    n.gen = g->i64(0, 0);
+    n.design_k = design_k;
+    const std::string docs = n.Table("docs"), dups = n.Table("dups");
+    std::string ddl = "CREATE TABLE " + docs + " (no bigint NOT NULL, id text NOT NULL, ts bigint NOT NULL, " +
+                      "fp bigint NOT NULL, ch bigint NOT NULL, hf boolean NOT NULL, ";
+    for (int t = 0; t < n.blocks(); ++t) ddl.append("b").append(std::to_string(t)).append(" int, ");
+    ddl += "anchors int[], extra bytea) PARTITION BY RANGE (ts); ";
+    for (int t = 0; t < n.blocks(); ++t) ddl += "CREATE INDEX ON " + docs + " (b" + std::to_string(t) + "); ";
+    ddl += "CREATE INDEX ON " + docs + " (ch); CREATE INDEX ON " + docs + " (id); CREATE INDEX ON " + docs +
+           " (no); CREATE INDEX ON " + docs + " USING gin (anchors) WITH (fastupdate = off); ";
+    ddl += "CREATE TABLE " + dups + " (id text NOT NULL, ts bigint NOT NULL, kept_no bigint NOT NULL, " +
+           "distance int NOT NULL, similarity real NOT NULL) PARTITION BY RANGE (ts); CREATE INDEX ON " + dups +
+           " (kept_no); CREATE SEQUENCE " + n.Table("no") + ";";
+    NEARDUP_RETURN_IF_ERROR(c.ExecMulti(ddl).status());
+    const std::string raw = EncodeNs(settings, *fp.value(), window_ms, design_k);
+    return c.Exec("INSERT INTO neardup_namespaces (name, gen, record) VALUES ($1, $2, $3)",
+                  {name, std::to_string(n.gen), raw})
+        .status();
+  }
+
+  Status EnsureNamespace(const std::string& ns) override { return GetOrCreate(ns).status(); }
+
+  Result<std::shared_ptr<const NsInfo>> GetOrCreate(const std::string& name) {
+    // Created unless a peer created it first (then the merge keeps its settings).
+    auto keep_or_default = [&](const NamespaceSettings* current) -> Result<NamespaceSettings> {
+      return current ? *current : options_.default_settings;
+    };
+    return LoadOrCreate(
+        name, options_.auto_create, [&] { return Load(name); },
+        [&] { return ModifyNamespace(name, keep_or_default, nullptr); });
+  }
+
+
+  // ---- partitions -------------------------------------------------------
+
+  // The partitions of window w exist (created here or by a peer); old ones
+  // past retention are dropped now and then.
+  Status EnsurePartition(PgConn& c, const NsInfo& n, int64_t w) {
+    const std::string key = std::to_string(n.gen) + ":" + std::to_string(w);
+    {
+      std::lock_guard lk(part_mu_);
+      if (parts_.count(key)) return Status::OK();
+    }
+    const std::string lo = std::to_string(w * n.window_ms), hi = std::to_string((w + 1) * n.window_ms);
+    std::string sql = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) + ");";
+    for (const char* t : {"docs", "dups"}) {
+      sql += "CREATE TABLE IF NOT EXISTS " + n.Partition(t, w) + " PARTITION OF " + n.Table(t) + " FOR VALUES FROM (" +
+             lo + ") TO (" + hi + ");";
+    }
+    sql += "COMMIT";
+    NEARDUP_RETURN_IF_ERROR(c.ExecMulti(sql).status());
+    std::lock_guard lk(part_mu_);
+    parts_.insert(key);
+    return Status::OK();
+  }
+
+  // Drops the partitions whose every document is past retention (at most
+  // once a minute per namespace and instance), counting their documents as
+  // expired.
+  void DropExpired(PgConn& c, const NsInfo& n, int64_t now) {
+    if (n.settings.retention_seconds <= 0) return;
+    {
+      std::lock_guard lk(part_mu_);
+      int64_t& last = last_drop_[n.gen];
+      if (now - last < 60000 && last != 0) return;
+      last = now;
+    }
+    const int64_t cutoff = n.Cutoff(now);
+    auto r = c.Exec("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                    "WHERE i.inhparent = $1::regclass",
+                    {n.Table("docs")});
+    if (!r.ok()) return;
+    for (int i = 0; i < r->size(); ++i) {
+      const std::string name(r->text(i, 0));
+      const size_t at = name.rfind("_w");
+      if (at == std::string::npos) continue;
+      std::string ws = name.substr(at + 2);
+      const bool neg = !ws.empty() && ws[0] == 'n';
+      const int64_t w = (neg ? -1 : 1) * std::atoll(ws.c_str() + (neg ? 1 : 0));
+      if ((w + 1) * n.window_ms > cutoff) continue;
+      auto dropped = c.ExecMulti("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) +
+                                 "); " + CounterSqlExpired(n, n.Partition("docs", w)) + "; DROP TABLE IF EXISTS " +
+                                 n.Partition("docs", w) + ", " + n.Partition("dups", w) + "; COMMIT");
+      if (!dropped.ok()) continue;  // a peer dropped it, or a lock wait: next time
+      std::lock_guard lk(part_mu_);
+      parts_.erase(std::to_string(n.gen) + ":" + std::to_string(w));
+    }
+  }
+
+  // ---- counters ---------------------------------------------------------
+
+  // Counters are spread over slots (one per connection of each instance) so
+  // that concurrent checks do not queue on one row.
+  PgStmt CounterStmt(const NsInfo& n, int conn, int checks, int duplicates, int deleted, int inserted) const {
+    return {"INSERT INTO neardup_counters AS c (gen, slot, checks, duplicates, inserted, deleted) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (gen, slot) DO UPDATE SET checks = c.checks + EXCLUDED.checks, "
+            "duplicates = c.duplicates + EXCLUDED.duplicates, inserted = c.inserted + EXCLUDED.inserted, "
+            "deleted = c.deleted + EXCLUDED.deleted",
+            {std::to_string(n.gen), std::to_string((slot_base_ + conn) % 4096), std::to_string(checks),
+             std::to_string(duplicates), std::to_string(inserted), std::to_string(deleted)}};
+  }
+  std::string CounterSqlExpired(const NsInfo& n, const std::string& partition) const {
+    return "INSERT INTO neardup_counters AS c (gen, slot, expired) SELECT " + std::to_string(n.gen) +
+           ", -1, count(*) FROM " + partition +
+           " ON CONFLICT (gen, slot) DO UPDATE SET expired = c.expired + EXCLUDED.expired";
+  }
+
+  // ---- checks -----------------------------------------------------------
+
+  Result<CheckOutcome> CheckOne(const std::string& ns, const DocumentInput& doc, CheckMode mode) override {
+    NEARDUP_RETURN_IF_ERROR(ValidateDocumentId(doc.id));
+    if (doc.text.empty()) return Status::InvalidArgument("field \"text\" must be a non-empty string");
+    CheckOutcome out;
+    Status st = Retrying([&](PgConn& c) -> Status {
+      auto info = GetOrCreate(ns);
+      if (!info.ok()) return info.status();
+      auto r = CheckWith(c, *info.value(), doc, mode);
+      if (!r.ok()) return r.status();
+      out = std::move(r).value();
+      return Status::OK();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  // The check's transaction (docs/postgresql.md): lock, read, decide, write,
+  // commit; the answer only once COMMIT returned. Three round trips, each a
+  // pipeline of prepared statements: (BEGIN, locks, anchor postings), the
+  // candidate rows, (writes, counters, COMMIT).
+  Result<CheckOutcome> CheckWith(PgConn& c, const NsInfo& n, const DocumentInput& doc, CheckMode mode) {
+    const int64_t now = options_.clock_ms();
+    CheckRun run(n, doc, mode, now);
+    const bool query = mode == CheckMode::kQueryOnly;
+    const bool may_store = !query && run.ts >= run.cutoff;
+    if (!Step("started")) return Abandon(c);
+    if (may_store) {
+      NEARDUP_RETURN_IF_ERROR(EnsurePartition(c, n, n.Window(run.ts)));
+      DropExpired(c, n, now);
+    }
+    const std::string cut = std::to_string(run.cutoff);
+    // 1. Lock (not for a query): every key the rule can reach a conflicting
+    // document through, sorted. Then the anchor postings.
+    std::vector<PgStmt> first;
+    if (!query) {
+      std::vector<int64_t> keys = {LockKey('i', n.gen, doc.id), LockKey('e', n.gen, run.sig.content_hash)};
+      if (run.sig.has_features) {
+        for (int t = 0; t < n.blocks(); ++t) {
+          keys.push_back(LockKey('b', n.gen, (static_cast<uint64_t>(t) << 32) ^
+                                                 static_cast<uint64_t>(n.BlockKey(run.sig.fingerprint, t))));
+        }
+      }
+      for (uint32_t a : run.anchors) keys.push_back(LockKey('a', n.gen, uint64_t{a}));
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      first.push_back({"BEGIN", {}});
+      first.push_back({"SELECT * FROM neardup_lock($1, $2::bigint[], $3)",
+                       {std::to_string(NamespaceLockKey(n.name)), PgArray(keys), n.name}});
+    }
+    if (!run.anchors.empty()) {
+      std::vector<int32_t> a32;
+      for (uint32_t a : run.anchors) a32.push_back(static_cast<int32_t>(a));
+      first.push_back({"SELECT u.ord, x.no FROM unnest($1::int[]) WITH ORDINALITY u(anchor, ord) "
+                       "CROSS JOIN LATERAL (SELECT d.no FROM " + n.Table("docs") +
+                           " d WHERE d.anchors @> ARRAY[u.anchor] AND d.ts >= $2 LIMIT $3) x",
+                       {PgArray(a32), cut, std::to_string(run.policy.recheck.anchor_max_postings + 1)}});
+    }
+    if (!first.empty()) {
+      auto r = c.Run(first);
+      if (!r.ok()) return StaleOr(n.name, c, r.status());
+      if (!query) {
+        const PgRows& locked = (*r)[1];
+        if (locked.size() != 1 || locked.null(0, 0) || locked.i64(0, 0) != n.gen || locked.i64(0, 1) != n.version) {
+          (void)c.ExecMulti("ROLLBACK");
+          Forget(n.name);
+          stale_retry_ = true;
+          return Status::Unavailable("namespace \"" + n.name + "\" changed during the check; retry");
+        }
+        if (!Step("locked")) return Abandon(c);
+      }
+      if (!run.anchors.empty()) {
+        const PgRows& rows = r->back();
+        std::vector<std::vector<int64_t>> postings(run.anchors.size());
+        for (int i = 0; i < rows.size(); ++i) {
+          const int64_t ord = rows.i64(i, 0);
+          if (ord >= 1 && ord <= static_cast<int64_t>(postings.size())) postings[ord - 1].push_back(rows.i64(i, 1));
+        }
+        ChooseAnchors(run, postings);
+      }
+    }
+    // 2. Read every row the rule can reach.
+    std::string where = "ch = $2 OR id = $3 OR no = ANY($4::bigint[])";
+    PgParams params = {cut, std::to_string(static_cast<int64_t>(run.sig.content_hash)), doc.id, PgArray(run.probed)};
+    if (run.sig.has_features) {
+      std::string blocks;
+      for (int t = 0; t < n.blocks(); ++t) {
+        if (t) blocks += " OR ";
+        blocks += "b" + std::to_string(t) + " = $" + std::to_string(7 + t);
+      }
+      where += " OR ((" + blocks + ") AND bit_count(int8send(fp # $5)) <= $6)";
+      params.push_back(std::to_string(static_cast<int64_t>(run.sig.fingerprint)));
+      params.push_back(std::to_string(run.radius));
+      for (int t = 0; t < n.blocks(); ++t) params.push_back(std::to_string(n.BlockKey(run.sig.fingerprint, t)));
+    }
+    auto read = c.Run({{"SELECT no, id, ts, fp, ch, hf, extra FROM " + n.Table("docs") + " WHERE ts >= $1 AND (" +
+                            where + ") ORDER BY no",
+                        std::move(params)}});
+    if (!read.ok()) return StaleOr(n.name, c, read.status());
+    const PgRows& rr = read->front();
+    std::vector<Row> rows;
+    rows.reserve(static_cast<size_t>(rr.size()));
+    for (int i = 0; i < rr.size(); ++i) {
+      Row row;
+      row.no = rr.i64(i, 0);
+      row.id = std::string(rr.text(i, 1));
+      row.ts = rr.i64(i, 2);
+      row.fp = static_cast<uint64_t>(rr.i64(i, 3));
+      row.ch = static_cast<uint64_t>(rr.i64(i, 4));
+      row.hf = rr.boolean(i, 5);
+      row.sig.content_hash = row.ch;
+      row.sig.fingerprint = row.fp;
+      row.sig.has_features = row.hf;
+      if (!rr.null(i, 6)) (void)DecodeSignatureExtra(rr.bytes(i, 6), &row.sig);  // undecodable: no sketch
+      rows.push_back(std::move(row));
+    }
+    const Row* replay = nullptr;
+    for (const Row& row : rows) {
+      if (row.id == doc.id && replay == nullptr) replay = &row;
+    }
+    CheckOutcome& out = run.out;
+    std::vector<PgStmt> writes;
+    if (!query && replay != nullptr) {
+      // Idempotent re-send: the earlier answer stored it; nothing changes.
+      out.stored = true;
+      out.replay = true;
+      out.fingerprint = replay->fp;
+      out.has_features = replay->hf;
+      writes.push_back(CounterStmt(n, ConnSlot(c), 1, 0, 0, 0));
+      writes.push_back({"COMMIT", {}});
+      auto done = c.Run(writes);
+      if (!done.ok()) return done.status();
+      return std::move(out);
+    }
+    // 3. Decide (NearDupSet's rule).
+    const std::vector<Accepted> accepted = Decide(run, rows);
+    for (const Accepted& a : accepted) {
+      if (static_cast<int>(out.matches.size()) >= n.settings.max_matches) break;
+      out.matches.push_back(MatchedDocument{a.row->id, a.m.distance, a.m.similarity, SimilarityIsExact(a.m),
+                                            a.m.exact, a.row->ts});
+    }
+    out.duplicate = !out.matches.empty();
+    if (query) return std::move(out);
+    const bool store = may_store && (mode == CheckMode::kInsertAlways || !out.duplicate);
+    // 4. Write and commit.
+    if (store) writes.push_back(InsertStmt(n, run));
+    if (out.duplicate && !store && mode == CheckMode::kCheckAndInsert && may_store) {
+      const Accepted& best = accepted.front();
+      writes.push_back({"INSERT INTO " + n.Table("dups") +
+                            " (id, ts, kept_no, distance, similarity) VALUES ($1, $2, $3, $4, $5)",
+                        {doc.id, std::to_string(run.ts), std::to_string(best.row->no), std::to_string(best.m.distance),
+                         std::to_string(best.m.similarity)}});
+    }
+    writes.push_back(CounterStmt(n, ConnSlot(c), 1, out.duplicate ? 1 : 0, 0, store ? 1 : 0));
+    writes.push_back({"COMMIT", {}});
+    if (!Step("writing")) return Abandon(c);
+    auto done = c.Run(writes);
+    if (!done.ok()) return StaleOr(n.name, c, done.status());
+    if (store) {
+      out.stored = true;
+      commits_.fetch_add(1);
+    }
+    return std::move(out);
+  }
+
+  // The kept document's row: its blocks (NULL without features), the
+  // anchors it is filed under and its re-check data (NULL with the re-check
+  // off).
+  static PgStmt InsertStmt(const NsInfo& n, const CheckRun& run) {
+    std::string sql = "INSERT INTO " + n.Table("docs") + " (no, id, ts, fp, ch, hf, anchors, extra";
+    std::string values = "nextval('" + n.Table("no") + "'), $1, $2, $3, $4, $5, $6::int[], $7::bytea";
+    PgStmt st;
+    st.params = {run.doc.id, std::to_string(run.ts), std::to_string(static_cast<int64_t>(run.sig.fingerprint)),
+                 std::to_string(static_cast<int64_t>(run.sig.content_hash)), run.sig.has_features ? "t" : "f"};
+    if (run.sketched) {
+      std::vector<int32_t> filed;
+      for (uint32_t a : run.filed) filed.push_back(static_cast<int32_t>(a));
+      st.params.push_back(PgArray(filed));
+      st.params.push_back(PgBytea(EncodeSignatureExtra(run.sig)));
+    } else {
+      st.params.push_back(std::nullopt);
+      st.params.push_back(std::nullopt);
+    }
+    for (int t = 0; t < n.blocks(); ++t) {
+      sql += ", b" + std::to_string(t);
+      values += ", $" + std::to_string(8 + t);
+      st.params.push_back(run.sig.has_features ? std::optional<std::string>(std::to_string(n.BlockKey(run.sig.fingerprint, t)))
+                                               : std::nullopt);
+    }
+    st.sql = sql + ") VALUES (" + values + ")";
+    return st;
+  }
+
+  bool Step(std::string_view step) const { return !options_.step_hook || options_.step_hook(step); }
+  Status Abandon(PgConn& c) {
+    c.Close();  // as if the process died: the server rolls the transaction back
+    return Status::Unavailable("check abandoned (simulated crash)");
+  }
+
+  int ConnSlot(PgConn& c) const {
+    // The slot of a connection: its address, stable for the engine's life.
+    return static_cast<int>((reinterpret_cast<uintptr_t>(&c) >> 4) % 1024);
+  }
+
+  PgEngineOptions options_;
+  PgPool pool_;
+  NamespaceCache<NsInfo> cache_;
+  std::mutex part_mu_;
+  std::set<std::string> parts_;
+  std::unordered_map<int64_t, int64_t> last_drop_;
+  int slot_base_ = 0;
+  std::atomic<uint64_t> commits_{0};
+  static thread_local bool stale_retry_;
+};
+
+thread_local bool PgEngine::stale_retry_ = false;
+
+// Our own parameters on the URI (pool_size, retry_budget_ms,
+// windows_per_retention) are taken out; the rest goes to libpq.
+Status TakeUriOptions(PgEngineOptions* o, std::string* conninfo) {
+  std::string uri = o->uri;
+  const size_t q = uri.find('?');
+  if (q == std::string::npos) {
+    *conninfo = uri;
+    return Status::OK();
+  }
+  std::string kept;
+  std::string_view rest = std::string_view(uri).substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view kv = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const size_t eq = kv.find('=');
+    const std::string_view key = kv.substr(0, eq);
+    const std::string value(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1));
+    int* field = key == "pool_size"               ? &o->pool_size
+                 : key == "retry_budget_ms"       ? &o->retry_budget_ms
+                 : key == "windows_per_retention" ? &o->windows_per_retention
+                                                  : nullptr;
+    if (field == nullptr) {
+      if (!kept.empty()) kept += '&';
+      kept.append(kv);
+      continue;
+    }
+    const long v = std::atol(value.c_str());
+    if (v < 1 || v > 3600000 || std::to_string(v) != value) {
+      return Status::InvalidArgument("store option " + std::string(kv) + ": expected a positive integer");
+    }
+    *field = static_cast<int>(v);
+  }
+  *conninfo = uri.substr(0, q) + (kept.empty() ? "" : "?" + kept);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> OpenPgEngine(const PgEngineOptions& given) {
+  PgEngineOptions options = given;
+  std::string conninfo;
+  NEARDUP_RETURN_IF_ERROR(TakeUriOptions(&options, &conninfo));
+  NEARDUP_RETURN_IF_ERROR(options.default_settings.Validate());
+  if (options.pool_size < 1 || options.pool_size > 1024) return Status::InvalidArgument("pool_size must be 1..1024");
+  if (options.windows_per_retention < 1 || options.windows_per_retention > 64) {
+    return Status::InvalidArgument("windows_per_retention must be 1..64");
+  }
+  auto engine = std::make_unique<PgEngine>(options, conninfo);
+  NEARDUP_RETURN_IF_ERROR(engine->Init());
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+}  // namespace neardup

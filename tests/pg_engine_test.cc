@@ -1,0 +1,253 @@
+// The PostgreSQL engine (include/neardup/pg/pg_engine.h) against a live
+// PostgreSQL 15 (label needs-postgres): exactly one of concurrent
+// near-duplicates kept across engine instances, with stalls and abandoned
+// transactions; lost connections; a server crash under load. The Engine
+// semantics themselves are the contract suite's (engine_contract_test.cc,
+// "PgEngine/...").
+#ifdef NEARDUP_HAVE_PG
+#include "neardup/pg/pg_engine.h"
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "util/pg_test_server.h"
+#include "util/race_trials.h"
+#include "util/redis_test_cluster.h"
+
+namespace neardup {
+namespace {
+
+using testing::kMinRacedTrials;
+using testing::LocalPostgres;
+using testing::NearDuplicateGroup;
+using testing::Race;
+using testing::RaceResult;
+using testing::ShortGroupKind;
+using testing::ShortNearDuplicateGroup;
+using testing::Staller;
+
+class PgEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = LocalPostgres::Start().release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(server_, nullptr) << "no PostgreSQL (scripts/postgres.sh)"; }
+
+  static PgEngineOptions Options(const std::string& uri = server_ ? server_->uri() : "") {
+    PgEngineOptions o;
+    o.uri = uri + "?pool_size=8";
+    return o;
+  }
+  static std::unique_ptr<Engine> Open(const PgEngineOptions& o) {
+    auto e = OpenPgEngine(o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+  static std::string UniqueNs(const std::string& base) {
+    static std::atomic<int> n{0};
+    return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
+  }
+  // Trials of a race test: NEARDUP_PG_TRIALS (the long run) or `dflt`.
+  static int Trials(int dflt) {
+    const char* t = std::getenv("NEARDUP_PG_TRIALS");
+    return t ? std::atoi(t) : dflt;
+  }
+
+  static LocalPostgres* server_;
+};
+LocalPostgres* PgEngineTest::server_ = nullptr;
+
+TEST(PgEngineOptions, UriOptionsAreChecked) {
+  PgEngineOptions o;
+  o.uri = "postgresql://nobody@127.0.0.1:1/x?pool_size=0";
+  EXPECT_EQ(OpenPgEngine(o).status().code(), Status::Code::kInvalidArgument);
+  o.uri = "postgresql://nobody@127.0.0.1:1/x?windows_per_retention=abc";
+  EXPECT_EQ(OpenPgEngine(o).status().code(), Status::Code::kInvalidArgument);
+  o.uri = "postgresql://nobody@127.0.0.1:1/x?pool_size=2&connect_timeout=2";
+  EXPECT_EQ(OpenPgEngine(o).status().code(), Status::Code::kUnavailable) << "nothing listens on port 1";
+  EXPECT_TRUE(IsPgStoreUri("postgres://u@h/db"));
+  EXPECT_FALSE(IsPgStoreUri("redis-cluster://h:1"));
+}
+
+// Groups of 2-4 near-duplicates sent at the same moment from one thread
+// each to two engine instances (separate connection pools), with random
+// stalls inside the transaction: exactly one kept in every trial.
+TEST_F(PgEngineTest, ExactlyOneKeptAcrossInstances) {
+  PgEngineOptions o1 = Options(), o2 = Options();
+  o1.step_hook = Staller(1, 0.0, "started");
+  o2.step_hook = Staller(2, 0.0, "started");
+  auto e1 = Open(o1), e2 = Open(o2);
+  ASSERT_TRUE(e1 && e2);
+  std::mt19937_64 rng(99);
+  const int want = Trials(150);
+  const std::string ns = UniqueNs("race");  // one namespace: it fills up as the trials go
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, want, std::chrono::seconds(want > 150 ? 3600 : 40), [&](int) { return ns; },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 3); });
+}
+
+// A quarter of the steps "crash": the connection is dropped mid-transaction
+// (PostgreSQL rolls it back and releases its locks) and the client retries
+// on the other instance.
+TEST_F(PgEngineTest, ExactlyOneKeptWhenChecksDieMidTransaction) {
+  PgEngineOptions o1 = Options(), o2 = Options();
+  o1.step_hook = Staller(3, 0.25, "started");
+  o2.step_hook = Staller(4, 0.25, "started");
+  auto e1 = Open(o1), e2 = Open(o2);
+  ASSERT_TRUE(e1 && e2);
+  std::mt19937_64 rng(7);
+  const int want = Trials(100);
+  testing::ExpectExactlyOneInEveryTrial(
+      {e1.get(), e2.get()}, want, std::chrono::seconds(want > 100 ? 3600 : 30), [&](int) { return UniqueNs("crash"); },
+      [&](int t) { return NearDuplicateGroup(rng, 2 + t % 2); });
+}
+
+// Short texts simhash misses: groups paired only through shared anchors
+// (default settings) or only through the short-text radius (short_k = 5,
+// anchors off), over three instances.
+TEST_F(PgEngineTest, ExactlyOneKeptShortTextsViaAnchorsOrWideRadius) {
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (uint64_t seed = 11; seed < 14; ++seed) {
+    PgEngineOptions o = Options();
+    o.step_hook = Staller(seed, seed == 13 ? 0.1 : 0.0, "started");
+    engines.push_back(Open(o));
+    ASSERT_TRUE(engines.back());
+  }
+  NamespaceSettings wide;
+  wide.recheck.short_k = 5;
+  wide.recheck.anchors = 0;
+  std::mt19937_64 rng(2024);
+  const int want = Trials(80);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(want > 80 ? 3600 : 30);
+  int trials = 0, raced_by_kind[2] = {0, 0};
+  for (; trials < want && std::chrono::steady_clock::now() < deadline; ++trials) {
+    const bool anchors = trials % 2 == 0;
+    const std::string ns = UniqueNs(anchors ? "short-anchor" : "short-wide");
+    if (!anchors) {
+      ASSERT_TRUE(engines[0]->PutNamespace(ns, wide, nullptr).ok());
+    }
+    const auto texts = ShortNearDuplicateGroup(rng, 2 + trials % 3,
+                                               anchors ? ShortGroupKind::kAnchorsOnly : ShortGroupKind::kWideRadiusOnly);
+    ASSERT_GE(texts.size(), 2u);
+    const RaceResult r = Race({engines[0].get(), engines[1].get(), engines[2].get()}, ns, texts);
+    ASSERT_TRUE(r.ok) << "trial " << trials << (anchors ? " (anchors)" : " (wide radius)") << ": " << r.why;
+    ASSERT_EQ(r.kept, 1) << "trial " << trials << (anchors ? " (anchors)" : " (wide radius)");
+    raced_by_kind[anchors ? 0 : 1] += r.raced;
+  }
+  EXPECT_GE(raced_by_kind[0], kMinRacedTrials / 2);
+  EXPECT_GE(raced_by_kind[1], kMinRacedTrials / 2);
+  std::printf("[          ] %d trials (%d anchor, %d short-radius groups raced), exactly one kept in each\n", trials,
+              raced_by_kind[0], raced_by_kind[1]);
+}
+
+// Checks from 4 threads; every `period` the server's backends of the
+// engine are terminated (pg_terminate_backend) or the server is crashed and
+// restarted: every answer is a correct one or kUnavailable, and every
+// acknowledged document is readable afterwards.
+struct LoadResult {
+  int stored = 0, unavailable = 0;
+  std::vector<std::string> errors;
+  std::vector<std::string> acknowledged;
+};
+
+LoadResult RunLoad(Engine& e, const std::string& ns, std::chrono::milliseconds length,
+                   const std::function<void(int round)>& fault, int rounds) {
+  LoadResult out;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t) + 100);
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
+        std::string text;
+        for (int w = 0; w < 40; ++w) text += "w" + std::to_string(rng() % 100000) + " ";
+        auto r = e.Check(ns, {id, text, std::nullopt}, CheckMode::kCheckAndInsert);
+        std::lock_guard lk(mu);
+        if (r.ok()) {
+          if (r->stored) out.acknowledged.push_back(id);
+          out.stored += r->stored;
+        } else if (r.status().code() == Status::Code::kUnavailable) {
+          ++out.unavailable;
+        } else {
+          out.errors.push_back(r.status().ToString());
+        }
+      }
+    });
+  }
+  for (int round = 0; round < rounds; ++round) {
+    std::this_thread::sleep_for(length / (rounds + 1));
+    fault(round);
+  }
+  std::this_thread::sleep_for(length / (rounds + 1));
+  stop = true;
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST_F(PgEngineTest, LostConnectionsAreRetried) {
+  // Its connections carry their own application_name: only they are cut.
+  const std::string app = "neardup_lost_" + std::to_string(getpid());
+  PgEngineOptions o = Options();
+  o.uri += "&application_name=" + app;
+  auto e = Open(o);
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("lost");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  auto kill_backends = [&](int) {
+    const std::string sql =
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '" + app + "'";
+    PQclear(PQexec(admin, sql.c_str()));
+  };
+  const LoadResult r = RunLoad(*e, ns, std::chrono::milliseconds(3000), kill_backends, 4);
+  PQfinish(admin);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_GT(r.stored, 20);
+  for (const std::string& id : r.acknowledged) ASSERT_TRUE(e->GetDocument(ns, id).ok()) << id;
+  std::printf("[          ] %d stored, %d answered 503, every acknowledged one readable\n", r.stored, r.unavailable);
+}
+
+TEST_F(PgEngineTest, AcknowledgedDocumentsSurviveAServerCrash) {
+  // Its own server: crashing the shared one would disturb the other tests.
+  auto own = LocalPostgres::StartPrivate("crash");
+  ASSERT_NE(own, nullptr);
+  PgEngineOptions o = Options(own->uri());
+  o.retry_budget_ms = 20000;
+  auto e = Open(o);
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("crash");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  auto crash = [&](int) {
+    ASSERT_TRUE(own->Crash());
+    ASSERT_TRUE(own->Restart());
+  };
+  const LoadResult r = RunLoad(*e, ns, std::chrono::milliseconds(4000), crash, 2);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_GT(r.stored, 20);
+  for (const std::string& id : r.acknowledged) ASSERT_TRUE(e->GetDocument(ns, id).ok()) << id;
+  auto stats = e->GetNamespace(ns);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GE(stats->inserted, static_cast<uint64_t>(r.stored));
+  std::printf("[          ] %d stored, %d answered 503 across 2 crashes, every acknowledged one readable\n", r.stored,
+              r.unavailable);
+  (void)e->Shutdown();
+}
+
+}  // namespace
+}  // namespace neardup
+
+#endif  // NEARDUP_HAVE_PG
