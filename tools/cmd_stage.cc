@@ -119,6 +119,15 @@ Result<Json> ParseSummary(std::string_view record, const std::string& path) {
   }
 }
 
+// The error of a record that does not decode: the file's checksum mismatch
+// when the rest of it shows one (damage), else `st` (written malformed).
+Status Malformed(StageFileReader& reader, const Status& st) {
+  Status whole = reader.SkipToEnd();
+  if (!whole.ok()) return whole;
+  return Status::Corruption(st.message().starts_with(reader.path()) ? st.message()
+                                                                     : reader.path() + ": " + st.message());
+}
+
 uint64_t FileSize(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -228,8 +237,9 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
       if (Status st = (*writer)->Add(record); !st.ok()) return Fail(st);
     }
   }
-  // A run stopped by bad lines (or with nothing but bad lines) leaves no shard.
-  if (const int rc = bad.Finish(documents); rc != kExitOk) return rc;
+  // A task stopped by bad lines leaves no shard. Whether every line of the
+  // run was bad is for decide to say (one file of them may be all bad).
+  if (const int rc = bad.Finish(std::max<uint64_t>(documents, 1)); rc != kExitOk) return rc;
   Json summary;
   summary["lines"] = digest.lines();
   summary["documents"] = documents;
@@ -331,11 +341,13 @@ Status DecideShard(const ShardInfo& shard, const std::string& out_path, Deduplic
   while (reader->Next(&record)) {
     if (record.empty() || summary) return Status::Corruption(shard.path + ": a record after the summary");
     if (record[0] == static_cast<char>(StageRecordType::kSummary)) {
-      NEARDUP_ASSIGN_OR_RETURN(summary, ParseSummary(record, shard.path));
+      auto parsed = ParseSummary(record, shard.path);
+      if (!parsed.ok()) return Malformed(*reader, parsed.status());
+      summary = std::move(parsed).value();
       NEARDUP_RETURN_IF_ERROR(writer->Add(record));  // the filter checks the input against it
       continue;
     }
-    if (Status st = DecodeStagedDoc(record, &doc); !st.ok()) return Status::Corruption(shard.path + ": " + st.message());
+    if (Status st = DecodeStagedDoc(record, &doc); !st.ok()) return Malformed(*reader, st);
     const uint64_t sequence = dedup.next_sequence();
     NEARDUP_ASSIGN_OR_RETURN(DedupDecision d, dedup.ProcessSignature(doc.sig));
     StagedDecision s{doc.line_number, d, {}, {}};
@@ -443,14 +455,12 @@ class DecisionStream {
     while (reader_->Next(&record)) {
       if (!record.empty() && record[0] == static_cast<char>(StageRecordType::kSummary)) {
         auto s = ParseSummary(record, reader_->path());
-        if (!s.ok()) return Error(s.status());
+        if (!s.ok()) return Error(Malformed(*reader_, s.status()));
         summary_ = std::move(s).value();
         continue;
       }
       if (summary_) return Error(Status::Corruption(reader_->path() + ": a record after the summary"));
-      if (Status st = DecodeStagedDecision(record, &current_); !st.ok()) {
-        return Error(Status::Corruption(reader_->path() + ": " + st.message()));
-      }
+      if (Status st = DecodeStagedDecision(record, &current_); !st.ok()) return Error(Malformed(*reader_, st));
       return true;
     }
     if (status_.ok()) status_ = reader_->status();

@@ -206,6 +206,13 @@ bool StageFileReader::Next(std::string_view* record) {
   return true;
 }
 
+Status StageFileReader::SkipToEnd() {
+  std::string_view record;
+  while (Next(&record)) {
+  }
+  return status_;
+}
+
 // ---- record codecs ---------------------------------------------------------
 
 void EncodeStagedDoc(const StagedDoc& doc, std::string* out) {

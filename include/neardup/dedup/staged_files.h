@@ -106,6 +106,10 @@ class StageFileReader {
   // status() tells which.
   bool Next(std::string_view* record);
   Status status() const { return status_; }
+  // Reads the rest of the file and returns status(): after a record that
+  // does not decode, whether the file as a whole is damaged (a checksum
+  // mismatch is the better message) or was written malformed.
+  Status SkipToEnd();
 
  private:
   StageFileReader(std::string path, std::FILE* file);
