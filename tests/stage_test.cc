@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,7 +87,8 @@ class StageTest : public ::testing::Test {
           << err_;
       sigs += " -s '" + sig + "'";
     }
-    const int rc = Run("stage decide -q" + sigs + " -o '" + Path(tag + "-dec") + "'");
+    const int rc =
+        Run("stage decide -q" + sigs + " -o '" + Path(tag + "-dec") + "' --stats-json '" + Path(tag + ".json") + "'");
     if (rc != 0) return rc;
     for (int i = 0; i < n; ++i) {
       char dec[16];
@@ -108,14 +110,22 @@ class StageTest : public ::testing::Test {
                          const std::string& output_flags = "") {
     std::string in;
     for (const std::string& p : inputs) in += " -i '" + p + "'";
-    ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("single.out") + "' -d '" + Path("single.dups") + "' " +
-                  output_flags + " " + settings),
+    ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("single.out") + "' -d '" + Path("single.dups") +
+                  "' --stats-json '" + Path("single.json") + "' " + output_flags + " " + settings),
               0)
         << err_;
     ASSERT_EQ(Staged(inputs, "staged", settings, output_flags), 0) << err_;
     EXPECT_FALSE(ReadAll(Path("single.out")).empty());
     EXPECT_EQ(ReadAll(Path("staged.out")), ReadAll(Path("single.out")));
     EXPECT_EQ(ReadAll(Path("staged.dups")), ReadAll(Path("single.dups")));
+    // The same counts in decide's --stats-json as in dedup's.
+    const auto single = nlohmann::json::parse(ReadAll(Path("single.json")));
+    const auto staged = nlohmann::json::parse(ReadAll(Path("staged.json")));
+    for (const char* key : {"documents", "kept", "duplicates", "exact_duplicates", "near_duplicates",
+                            "without_features", "invalid_utf8", "files", "lines", "bad_lines", "blank_lines",
+                            "truncated_texts"}) {
+      EXPECT_EQ(staged.at(key), single.at(key)) << key;
+    }
   }
 
   std::string dir_;
@@ -128,8 +138,8 @@ TEST_F(StageTest, FileRoundTrip) {
   doc.sig.content_hash = 11;
   doc.sig.fingerprint = 0xfeedULL;
   doc.sig.has_features = true;
-  doc.sig.num_chars = 3;
-  doc.sig.sketch = {1, 2, 3};
+  doc.sig.num_chars = 19;
+  doc.sig.sketch = ComputeSketch("the quick brown fox", 3);
   StagedDecision dec{9, {}, "\"x\"", "42"};
   dec.decision.duplicate = true;
   dec.decision.duplicate_of = 5;
@@ -158,7 +168,7 @@ TEST_F(StageTest, FileRoundTrip) {
   EXPECT_EQ(got.line_number, 7u);
   EXPECT_EQ(got.id, "\"a1\"");
   EXPECT_EQ(got.sig.fingerprint, 0xfeedULL);
-  EXPECT_EQ(got.sig.num_chars, 3u);
+  EXPECT_EQ(got.sig.num_chars, 19u);
   EXPECT_EQ(got.sig.sketch, doc.sig.sketch);
   ASSERT_TRUE((*r)->Next(&rec));
   StagedDecision got_dec;
@@ -225,7 +235,8 @@ TEST_F(StageTest, SameOutputsAsDedupOtherSettingsAndAnnotate) {
 TEST_F(StageTest, SameOutputsWithBadLinesBlankLinesAndLinesFormat) {
   WriteAll(Path("a.jsonl"),
            "{\"id\":\"a1\",\"text\":\"The quick brown fox jumps over the lazy dog\"}\n\n"
-           "not json\n{\"id\":2,\"text\":\"Completely different words about databases\"}\r\n");
+           "not json\n{\"id\":2,\"text\":\"Completely different words about databases\"}\r\n"
+           "bytes \xff\xfe that are not UTF-8\n");
   WriteAll(Path("b.jsonl"),
            "{\"id\":3,\"text\":\"the quick brown fox jumps over the lazy dog!\"}\n"
            "{\"id\":[4],\"text\":\"x\"}\n{\"text\":\"Completely different words about databases\",\"id\":5.0}");

@@ -127,20 +127,7 @@ std::string Duration(double s) {
 nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double seconds, int threads) {
   const DedupStats& s = dedup.stats();
   nlohmann::json j;
-  j["documents"] = s.documents;
-  j["kept"] = s.kept;
-  j["duplicates"] = s.duplicates();
-  j["exact_duplicates"] = s.exact_duplicates;
-  j["near_duplicates"] = s.near_duplicates;
-  j["duplicate_percent"] =
-      s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0.0;
-  j["without_features"] = s.without_features;
-  j["invalid_utf8"] = s.invalid_utf8;
-  j["files"] = c.files;
-  j["lines"] = c.lines;
-  j["bad_lines"] = c.bad_lines;
-  j["blank_lines"] = c.blank_lines;
-  j["truncated_texts"] = c.truncated_texts;
+  AddRunStats(s, LineCounts{c.files, c.lines, c.bad_lines, c.blank_lines, c.truncated_texts}, &j);
   j["elapsed_seconds"] = seconds;
   j["stage_seconds"] = {{"read", c.read_s}, {"decide", c.decide_s}, {"write", c.write_s}};
   j["docs_per_second"] = seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0;

@@ -11,6 +11,7 @@
 // `neardup dedup` writes for the same inputs and settings.
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -208,17 +209,26 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   std::vector<InputRecord> batch;
   std::vector<DocSignature> sigs;
   std::string record;
-  uint64_t documents = 0, blank = 0, truncated = 0;
+  uint64_t documents = 0, blank = 0, truncated = 0, invalid_utf8 = 0;
   bool stopped = false;
   while (!stopped) {
     if (Status st = reader.ReadBatch(f.batch_size, threads, &batch); !st.ok()) return Fail(st);
     if (batch.empty()) break;
     sigs.resize(batch.size());
+    // Deduplicator::ProcessBatch's analysis, counting invalid UTF-8 as it does.
+    std::atomic<uint64_t> invalid{0};
     ParallelFor(batch.size(), threads, [&](size_t begin, size_t end) {
+      TextAnalysis analysis;
+      uint64_t n = 0;
       for (size_t i = begin; i < end; ++i) {
-        if (batch[i].kind == InputRecord::Kind::kDocument) sigs[i] = dedup.Signature(batch[i].text());
+        if (batch[i].kind != InputRecord::Kind::kDocument) continue;
+        dedup.fingerprinter().Analyze(batch[i].text(), &analysis);
+        sigs[i] = MakeSignature(analysis, batch[i].text(), dedup.options().recheck.shingle_size);
+        n += analysis.invalid_utf8;
       }
+      invalid.fetch_add(n, std::memory_order_relaxed);
     });
+    invalid_utf8 += invalid.load();
     for (size_t i = 0; i < batch.size() && !stopped; ++i) {
       InputRecord& r = batch[i];
       digest.Add(r.line);
@@ -246,6 +256,7 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   summary["bad_lines"] = bad.count();
   summary["blank_lines"] = blank;
   summary["truncated_texts"] = truncated;
+  summary["invalid_utf8"] = invalid_utf8;
   summary["line_digest"] = FingerprintToHex(digest.digest());
   record = static_cast<char>(StageRecordType::kSummary) + summary.dump();
   if (Status st = (*writer)->Add(record); !st.ok()) return Fail(st);
@@ -323,7 +334,8 @@ Result<std::vector<ShardInfo>> CheckShards(const std::vector<InputFile>& files) 
 }
 
 struct DecideTotals {
-  uint64_t lines = 0, bad_lines = 0, blank_lines = 0, truncated_texts = 0, files = 0;
+  LineCounts counts;
+  uint64_t invalid_utf8 = 0;
 };
 
 // Decides one shard's documents, writing its decision file.
@@ -364,14 +376,15 @@ Status DecideShard(const ShardInfo& shard, const std::string& out_path, Deduplic
   NEARDUP_RETURN_IF_ERROR(reader->status());
   if (!summary) return Status::Corruption(shard.path + ": no summary record");
   try {
-    totals.lines += (*summary)["lines"].get<uint64_t>();
-    totals.bad_lines += (*summary)["bad_lines"].get<uint64_t>();
-    totals.blank_lines += (*summary)["blank_lines"].get<uint64_t>();
-    totals.truncated_texts += (*summary)["truncated_texts"].get<uint64_t>();
+    totals.counts.lines += (*summary)["lines"].get<uint64_t>();
+    totals.counts.bad_lines += (*summary)["bad_lines"].get<uint64_t>();
+    totals.counts.blank_lines += (*summary)["blank_lines"].get<uint64_t>();
+    totals.counts.truncated_texts += (*summary)["truncated_texts"].get<uint64_t>();
+    totals.invalid_utf8 += (*summary)["invalid_utf8"].get<uint64_t>();
   } catch (const Json::exception& e) {
     return Status::Corruption(shard.path + ": summary: " + e.what());
   }
-  ++totals.files;
+  ++totals.counts.files;
   return writer->Finish();
 }
 
@@ -395,21 +408,12 @@ int RunDecide(const DecideFlags& f) {
     Status st = DecideShard((*shards)[i], DecisionsPath(f.output_dir, static_cast<int>(i)), dedup, kept_ids, totals);
     if (!st.ok()) return Fail(st);
   }
-  const DedupStats& s = dedup.stats();
+  DedupStats s = dedup.stats();
+  s.invalid_utf8 = totals.invalid_utf8;  // counted where the texts were analyzed
   const double seconds = Since(t0);
   if (!f.stats_json.empty()) {
     Json j;
-    j["documents"] = s.documents;
-    j["kept"] = s.kept;
-    j["duplicates"] = s.duplicates();
-    j["exact_duplicates"] = s.exact_duplicates;
-    j["near_duplicates"] = s.near_duplicates;
-    j["without_features"] = s.without_features;
-    j["files"] = totals.files;
-    j["lines"] = totals.lines;
-    j["bad_lines"] = totals.bad_lines;
-    j["blank_lines"] = totals.blank_lines;
-    j["truncated_texts"] = totals.truncated_texts;
+    AddRunStats(s, totals.counts, &j);
     j["elapsed_seconds"] = seconds;
     j["memory_bytes"] = dedup.MemoryBytes();
     j["settings"] = (*shards)[0].header["settings"];
@@ -421,11 +425,11 @@ int RunDecide(const DecideFlags& f) {
   }
   if (!f.quiet) {
     std::fprintf(stderr, "neardup stage decide: %llu documents in %llu shards: %llu kept, %llu duplicates, %.3f s\n",
-                 static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(totals.files),
+                 static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(totals.counts.files),
                  static_cast<unsigned long long>(s.kept), static_cast<unsigned long long>(s.duplicates()), seconds);
   }
-  if (totals.bad_lines > 0 && s.documents == 0) {
-    return Fail(Status::InvalidArgument("every line was bad (" + std::to_string(totals.bad_lines) +
+  if (totals.counts.bad_lines > 0 && s.documents == 0) {
+    return Fail(Status::InvalidArgument("every line was bad (" + std::to_string(totals.counts.bad_lines) +
                                         "): is --format or --text-field right?"),
                 ErrorSource::kBadLines);
   }

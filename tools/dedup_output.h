@@ -71,6 +71,30 @@ inline void WriteDuplicateLine(std::FILE* out, std::string_view id, std::string_
                d.exact ? "true" : "false", d.similarity, d.similarity_exact ? "true" : "false");
 }
 
+// The counts of --stats-json (dedup, stage decide): the decisions and the
+// input's lines.
+struct LineCounts {
+  uint64_t files = 0, lines = 0, bad_lines = 0, blank_lines = 0, truncated_texts = 0;
+};
+
+template <typename Json>
+void AddRunStats(const DedupStats& s, const LineCounts& c, Json* j) {
+  (*j)["documents"] = s.documents;
+  (*j)["kept"] = s.kept;
+  (*j)["duplicates"] = s.duplicates();
+  (*j)["exact_duplicates"] = s.exact_duplicates;
+  (*j)["near_duplicates"] = s.near_duplicates;
+  (*j)["duplicate_percent"] =
+      s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0.0;
+  (*j)["without_features"] = s.without_features;
+  (*j)["invalid_utf8"] = s.invalid_utf8;
+  (*j)["files"] = c.files;
+  (*j)["lines"] = c.lines;
+  (*j)["bad_lines"] = c.bad_lines;
+  (*j)["blank_lines"] = c.blank_lines;
+  (*j)["truncated_texts"] = c.truncated_texts;
+}
+
 }  // namespace neardup::cli
 
 #endif  // NEARDUP_TOOLS_DEDUP_OUTPUT_H_
