@@ -535,6 +535,8 @@ int RunFilter(const FilterFlags& f) {
   for (const std::string* path : {&f.output, &f.duplicates}) {
     if (Status st = CheckNotInput(f.input, *path); !st.ok()) return Fail(st);
   }
+  auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
+  if (!in.ok()) return Fail(in.status());
   const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
   if (FileSize(f.input) != expected_bytes) {
     return Fail(Status::InvalidArgument(f.input + " is not the input of " + f.decisions + " (" +
@@ -542,8 +544,6 @@ int RunFilter(const FilterFlags& f) {
                                         h.value("input", std::string("file")) + " had " +
                                         std::to_string(expected_bytes) + ")"));
   }
-  auto in = OpenInput(f.input);
-  if (!in.ok()) return Fail(in.status());
   auto out = OpenOutput(f.output);
   if (!out.ok()) return Fail(out.status());
   FilePtr dups;
