@@ -71,6 +71,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads of each fingerprint task (default 1)")
     ap.add_argument("--task-timeout", type=float, default=3600, help="seconds one task may take (default 3600)")
     ap.add_argument("--connect-timeout", type=float, default=30, help="seconds to reach the scheduler")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the signature shards of an earlier run of the same job that are complete and "
+                         "current (neardup stage fingerprint --keep-existing); decide and filter run again")
     ap.add_argument("--stats-json", help="write the run's statistics and per-stage times as JSON here")
     ap.add_argument("settings", nargs=argparse.REMAINDER, help="-- then the run's settings (-k, --threshold, ...)")
     a = ap.parse_args()
@@ -95,7 +98,8 @@ def main():
     stats = os.path.join(work, "decide-stats.json")
 
     fingerprint = [[neardup, "stage", "fingerprint", "-q", "-i", files[i], "--shard", str(i), "--shards", str(n),
-                    "-o", sig[i], "--threads", str(a.threads), *settings] for i in range(n)]
+                    "-o", sig[i], "--threads", str(a.threads), *(["--keep-existing"] if a.resume else []),
+                    *settings] for i in range(n)]
     decide = [neardup, "stage", "decide", "-q", "-s", *sig, "-o", os.path.join(work, "dec"), "--stats-json", stats]
     filters = []
     for i in range(n):

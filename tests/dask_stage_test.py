@@ -7,7 +7,8 @@ scripts/dask_cluster.sh, splits data/sample/docs.jsonl into 4 shards (one of
 them gzip), runs scripts/dask_dedup.py with default settings, with
 --threshold 0.5 --shingle-size 4, and with --annotate, and compares every
 output with `neardup dedup` over the same shards. Also checks that a failing
-task's exit code reaches the driver. Stops the processes by pid.
+task's exit code reaches the driver, and that --resume keeps the shards.
+Stops the processes by pid.
 Exit 77 (skipped) where python3-distributed is missing.
 
   tests/dask_stage_test.py --cli build/neardup
@@ -94,6 +95,19 @@ def main():
                       f"{lines} output lines, byte-identical={same}, tasks on {len(workers)} workers")
                 failures += not same
                 used.update(workers)
+            # --resume over the first case's work directory: the shards are kept
+            # (same modification times), the outputs are the same again.
+            run = d / "default"
+            sigs = sorted((run / "work" / "sig").glob("*.sig"))
+            before = [p.stat().st_mtime_ns for p in sigs]
+            p = subprocess.run([PY, str(ROOT / "scripts/dask_dedup.py"), "--scheduler", addr, "--neardup", cli,
+                                "--work", str(run / "work"), "-i", str(d / "part-*"), "-o", str(run / "out2"),
+                                "-d", str(run / "dups2"), "--resume"], timeout=180, check=False)
+            ok = (p.returncode == 0 and [q.stat().st_mtime_ns for q in sigs] == before and
+                  (run / "out2").read_bytes() == (run / "single" / "out").read_bytes() and
+                  (run / "dups2").read_bytes() == (run / "single" / "dups").read_bytes())
+            print(f"{'ok  ' if ok else 'FAIL'} resume: shards kept, outputs identical")
+            failures += not ok
             # Tiny tasks may all land on one worker in one run; over the runs
             # both must have worked.
             if len(used) < 2:

@@ -3,6 +3,7 @@
 // (a missing shard, a checksum mismatch, shards of other settings, another
 // input). The same run on a Dask cluster: tests/dask_stage_test.py.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -283,6 +284,33 @@ TEST_F(StageTest, ShardsOfOtherSettingsAreRefused) {
   EXPECT_NE(err_.find("shards of different runs"), std::string::npos) << err_;
   EXPECT_EQ(Run("stage fingerprint -q -i - -o '" + Path("x.sig") + "'"), 2);
   EXPECT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' --shard 2 --shards 2 -o '" + Path("x.sig") + "'"), 2);
+}
+
+int64_t MtimeNs(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+TEST_F(StageTest, KeepExistingRedoesOnlyStaleShards) {
+  const auto inputs = SplitSample(1);
+  const std::string fp = "stage fingerprint -q --keep-existing -i '" + inputs[0] + "' -o '" + Path("0.sig") + "'";
+  ASSERT_EQ(Run(fp), 0) << err_;
+  const int64_t first = MtimeNs(Path("0.sig"));
+  ::usleep(20000);
+  ASSERT_EQ(Run(fp), 0) << err_;
+  EXPECT_EQ(MtimeNs(Path("0.sig")), first);  // current: left alone
+  ASSERT_EQ(Run(fp + " --threshold 0.5"), 0) << err_;
+  const int64_t second = MtimeNs(Path("0.sig"));
+  EXPECT_NE(second, first);  // other settings: rewritten
+  std::string bytes = ReadAll(Path("0.sig"));
+  bytes[bytes.size() / 2] ^= 1;
+  WriteAll(Path("0.sig"), bytes);
+  ::usleep(20000);
+  const int64_t damaged = MtimeNs(Path("0.sig"));
+  ASSERT_EQ(Run(fp + " --threshold 0.5"), 0) << err_;
+  EXPECT_NE(MtimeNs(Path("0.sig")), damaged);  // damaged: rewritten
+  ASSERT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -o '" + Path("dec") + "'"), 0) << err_;
 }
 
 TEST_F(StageTest, FilterRefusesAnotherInput) {

@@ -134,6 +134,12 @@ uint64_t FileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+int64_t FileMtimeNs(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 // ---- stage plan --------------------------------------------------------------
 
 struct PlanFlags {
@@ -163,7 +169,16 @@ struct FingerprintStageFlags {
   int threads = 0;
   size_t batch_size = 4096;
   bool quiet = false;
+  bool keep_existing = false;  // --keep-existing: a complete shard of the same task is left alone
 };
+
+// Whether `path` already holds this task's complete shard: the same header
+// (settings, input path, size and modification time, shard) and a good
+// checksum. Anything else is rewritten.
+bool ShardIsCurrent(const std::string& path, const std::string& header) {
+  auto reader = StageFileReader::Open(path, StageFileKind::kSignatures);
+  return reader.ok() && (*reader)->header() == header && (*reader)->SkipToEnd().ok();
+}
 
 int RunFingerprintStage(const FingerprintStageFlags& f) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -195,8 +210,13 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   header["settings"] = SettingsJson(f.run, dedup.scheme_id());
   header["input"] = path;
   header["input_bytes"] = FileSize(path);
+  header["input_mtime_ns"] = FileMtimeNs(path);
   header["shard"] = f.shard;
   header["shards"] = f.shards;
+  if (f.keep_existing && ShardIsCurrent(f.output, header.dump())) {
+    if (!f.quiet) std::fprintf(stderr, "neardup stage fingerprint: %s is up to date\n", f.output.c_str());
+    return kExitOk;
+  }
   BadLines bad;
   if (Status st = bad.Open(f.run.in, f.quiet); !st.ok()) return Fail(st);
   bad.SetSource(path);
@@ -610,6 +630,10 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 1024));
   c->add_option("--batch-size", fp->batch_size, "Lines read and analyzed per batch")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24));
+  c->add_flag("--keep-existing", fp->keep_existing,
+              "Leave --output alone when it already is this task's complete shard (same settings, input "
+              "path, size and modification time, shard; checksum verified): re-running a run redoes only "
+              "the shards that are missing or stale");
   c->add_flag("-q,--quiet", fp->quiet, "No summary or bad-line messages on stderr");
   c->callback([fp, exit_code] { *exit_code = RunFingerprintStage(*fp); });
 
