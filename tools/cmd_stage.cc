@@ -11,7 +11,6 @@
 // `neardup dedup` writes for the same inputs and settings.
 #include <sys/stat.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -199,7 +198,7 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   options.recheck = f.run.recheck;
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
-  const Deduplicator& dedup = *created.value();
+  Deduplicator& dedup = *created.value();
   for (const std::string* out : {&f.output, &f.run.in.rejects}) {
     if (Status st = CheckNotInput(path, *out); !st.ok()) return Fail(st);
   }
@@ -227,28 +226,20 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   RecordReader reader(std::move(in).value(), ToReaderOptions(f.run.in));
   LineDigest digest;
   std::vector<InputRecord> batch;
+  std::vector<std::string_view> texts;
   std::vector<DocSignature> sigs;
   std::string record;
-  uint64_t documents = 0, blank = 0, truncated = 0, invalid_utf8 = 0;
+  uint64_t documents = 0, blank = 0, truncated = 0;
   bool stopped = false;
   while (!stopped) {
     if (Status st = reader.ReadBatch(f.batch_size, threads, &batch); !st.ok()) return Fail(st);
     if (batch.empty()) break;
-    sigs.resize(batch.size());
-    // Deduplicator::ProcessBatch's analysis, counting invalid UTF-8 as it does.
-    std::atomic<uint64_t> invalid{0};
-    ParallelFor(batch.size(), threads, [&](size_t begin, size_t end) {
-      TextAnalysis analysis;
-      uint64_t n = 0;
-      for (size_t i = begin; i < end; ++i) {
-        if (batch[i].kind != InputRecord::Kind::kDocument) continue;
-        dedup.fingerprinter().Analyze(batch[i].text(), &analysis);
-        sigs[i] = MakeSignature(analysis, batch[i].text(), dedup.options().recheck.shingle_size);
-        n += analysis.invalid_utf8;
-      }
-      invalid.fetch_add(n, std::memory_order_relaxed);
-    });
-    invalid_utf8 += invalid.load();
+    texts.clear();
+    for (const InputRecord& r : batch) {
+      if (r.kind == InputRecord::Kind::kDocument) texts.push_back(r.text());
+    }
+    dedup.Analyze(texts, &sigs, threads);  // counts invalid UTF-8 in dedup.stats()
+    size_t next_sig = 0;
     for (size_t i = 0; i < batch.size() && !stopped; ++i) {
       InputRecord& r = batch[i];
       digest.Add(r.line);
@@ -263,7 +254,7 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
       truncated += r.truncated;
       ++documents;
       record.clear();
-      EncodeStagedDoc(StagedDoc{r.line_number, std::move(r.id), std::move(sigs[i])}, &record);
+      EncodeStagedDoc(StagedDoc{r.line_number, std::move(r.id), std::move(sigs[next_sig++])}, &record);
       if (Status st = (*writer)->Add(record); !st.ok()) return Fail(st);
     }
   }
@@ -276,7 +267,7 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   summary["bad_lines"] = bad.count();
   summary["blank_lines"] = blank;
   summary["truncated_texts"] = truncated;
-  summary["invalid_utf8"] = invalid_utf8;
+  summary["invalid_utf8"] = dedup.stats().invalid_utf8;
   summary["line_digest"] = FingerprintToHex(digest.digest());
   record = static_cast<char>(StageRecordType::kSummary) + summary.dump();
   if (Status st = (*writer)->Add(record); !st.ok()) return Fail(st);
