@@ -77,7 +77,7 @@ class StageTest : public ::testing::Test {
   // Runs fingerprint + decide + filter over `inputs`; the filter outputs
   // concatenated into Path(tag + ".out" / ".dups"). Returns decide's exit code.
   int Staged(const std::vector<std::string>& inputs, const std::string& tag, const std::string& settings,
-             const std::string& filter_flags = "") {
+             const std::string& filter_flags = "", const std::string& decide_flags = "") {
     const int n = static_cast<int>(inputs.size());
     std::string sigs, out, dups;
     for (int i = 0; i < n; ++i) {
@@ -89,7 +89,8 @@ class StageTest : public ::testing::Test {
       sigs += " -s '" + sig + "'";
     }
     const int rc =
-        Run("stage decide -q" + sigs + " -o '" + Path(tag + "-dec") + "' --stats-json '" + Path(tag + ".json") + "'");
+        Run("stage decide -q" + sigs + " -o '" + Path(tag + "-dec") + "' --stats-json '" + Path(tag + ".json") +
+            "' " + decide_flags);
     if (rc != 0) return rc;
     for (int i = 0; i < n; ++i) {
       char dec[16];
@@ -108,14 +109,14 @@ class StageTest : public ::testing::Test {
   }
 
   void ExpectSameAsDedup(const std::vector<std::string>& inputs, const std::string& settings,
-                         const std::string& output_flags = "") {
+                         const std::string& output_flags = "", const std::string& decide_flags = "") {
     std::string in;
     for (const std::string& p : inputs) in += " -i '" + p + "'";
     ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("single.out") + "' -d '" + Path("single.dups") +
                   "' --stats-json '" + Path("single.json") + "' " + output_flags + " " + settings),
               0)
         << err_;
-    ASSERT_EQ(Staged(inputs, "staged", settings, output_flags), 0) << err_;
+    ASSERT_EQ(Staged(inputs, "staged", settings, output_flags, decide_flags), 0) << err_;
     EXPECT_FALSE(ReadAll(Path("single.out")).empty());
     EXPECT_EQ(ReadAll(Path("staged.out")), ReadAll(Path("single.out")));
     EXPECT_EQ(ReadAll(Path("staged.dups")), ReadAll(Path("single.dups")));
@@ -226,6 +227,11 @@ TEST_F(StageTest, FileCorruptionAndTruncationDetected) {
 TEST_F(StageTest, SameOutputsAsDedup) {
   const auto inputs = SplitSample(3);
   ExpectSameAsDedup(inputs, "");
+}
+
+TEST_F(StageTest, SameOutputsWithSketchDir) {
+  const auto inputs = SplitSample(2);
+  ExpectSameAsDedup(inputs, "", "", "--sketch-dir '" + dir_ + "'");
 }
 
 TEST_F(StageTest, SameOutputsAsDedupOtherSettingsAndAnnotate) {

@@ -286,6 +286,7 @@ struct DecideFlags {
   std::vector<std::string> signatures;
   std::string output_dir;
   std::string stats_json;
+  std::string sketch_dir;  // --sketch-dir: as dedup's
   bool quiet = false;
 };
 
@@ -407,6 +408,7 @@ int RunDecide(const DecideFlags& f) {
   if (!shards.ok()) return Fail(shards.status());
   auto options = OptionsFromSettings((*shards)[0].header["settings"]);
   if (!options.ok()) return Fail(options.status());
+  options->sketch_dir = f.sketch_dir;  // where the decision keeps its data: not a setting of the run
   auto created = Deduplicator::Create(*options);
   if (!created.ok()) return Fail(created.status());
   Deduplicator& dedup = *created.value();
@@ -639,6 +641,10 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
       ->required();
   d->add_option("-o,--output-dir", dec->output_dir, "Directory for the decision files")->required();
   d->add_option("--stats-json", dec->stats_json, "Also write the run's statistics as JSON to this file");
+  d->add_option("--sketch-dir", dec->sketch_dir,
+                "Keep the kept documents' re-check sketches in an unnamed temporary file in this directory "
+                "instead of memory, as dedup's --sketch-dir: the same decisions in much less memory")
+      ->check(CLI::ExistingDirectory);
   d->add_flag("-q,--quiet", dec->quiet, "No summary on stderr");
   d->callback([dec, exit_code] { *exit_code = RunDecide(*dec); });
 
