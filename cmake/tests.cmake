@@ -5,6 +5,8 @@
 #   needs-postgres  uses a real PostgreSQL 15 on 127.0.0.1 (scripts/postgres.sh; one
 #                server per ctest run, the fixture PostgresStart/PostgresStop)
 #   slow         kills and restarts real `neardup serve` processes
+#   needs-dask   starts a real Dask scheduler and workers on 127.0.0.1
+#                (python3-distributed; skipped, exit 77, where it is missing)
 # A test's label follows from its suite and name: the filters below are the
 # one place that says which is which.
 # "RedisEngine/*": the Redis instantiation of the engine contract suite
@@ -68,6 +70,11 @@ if(Python3_Interpreter_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/redis_kill9_race.py
             --cli $<TARGET_FILE:neardup> --trials 60)
   set_tests_properties(RedisKill9Race PROPERTIES TIMEOUT 300 LABELS "slow;needs-redis")
+  # The staged run (neardup stage ...) as Dask tasks on a scheduler and 2
+  # workers: byte-identical to `neardup dedup` (docs/SCALING.md).
+  add_test(NAME DaskStagedRun
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/dask_stage_test.py --cli $<TARGET_FILE:neardup>)
+  set_tests_properties(DaskStagedRun PROPERTIES TIMEOUT 180 LABELS "needs-dask" SKIP_RETURN_CODE 77)
 endif()
 
 # deploy/nginx-neardup.conf run by a real nginx with a self-signed certificate;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages one use of the tree needs, and nothing more.
-#   scripts/install_deps.sh [core] [service] [test] [bench] ...   (default: core)
+#   scripts/install_deps.sh [core] [service] [distributed] [test] [bench] ...   (default: core)
 #     core     build the batch program `neardup` (scripts/quickstart.sh)
 #     service  + the service `neardup serve` (RocksDB, hiredis, libpq for --store postgresql://)
+#     distributed  + Dask distributed (scheduler, workers, client) for the staged
+#              run's driver scripts/dask_dedup.py (docs/SCALING.md)
 #     test     + the test suite: GoogleTest, a Redis server for the cluster
-#              tests, PostgreSQL 15 for the PostgreSQL store's (scripts/postgres.sh), clang for the fuzzers, curl/python3 for the doc examples,
+#              tests, Dask distributed for the staged run's test, PostgreSQL 15 for the PostgreSQL store's (scripts/postgres.sh), clang for the fuzzers, curl/python3 for the doc examples,
 #              nginx + openssl for the TLS proxy test (scripts/tls_proxy_test.sh),
 #              pybind11 + pytest for the Python package (python/, docs/python.md)
 #     bench    + benchmark and peer stacks: Google Benchmark is in test (the
@@ -19,6 +21,7 @@ test=(libgtest-dev python3-numpy nftables libgmock-dev googletest libbenchmark-d
       libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
       redis-server postgresql-15 clang libclang-rt-14-dev python3 curl bc nginx openssl
       pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv)
+distributed=(python3-distributed)
 bench=(wrk nginx libfaiss-dev postgresql-15 libpq-dev hyperfine)
 
 profiles=("$@")
@@ -28,9 +31,10 @@ for p in "${profiles[@]}"; do
   case "$p" in
     core) ;;
     service) PKGS+=("${service[@]}") ;;
-    test) PKGS+=("${service[@]}" "${test[@]}") ;;
-    bench) PKGS+=("${service[@]}" "${test[@]}" "${bench[@]}") ;;
-    *) echo "usage: $0 [core] [service] [test] [bench]" >&2; exit 2 ;;
+    distributed) PKGS+=("${distributed[@]}") ;;
+    test) PKGS+=("${service[@]}" "${test[@]}" "${distributed[@]}") ;;
+    bench) PKGS+=("${service[@]}" "${test[@]}" "${distributed[@]}" "${bench[@]}") ;;
+    *) echo "usage: $0 [core] [service] [distributed] [test] [bench]" >&2; exit 2 ;;
   esac
 done
 missing=()

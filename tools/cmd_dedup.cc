@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "dedup_checkpoint.h"
+#include "dedup_output.h"
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/kept_file.h"
@@ -67,29 +68,6 @@ std::string ShardPath(const std::string& output, int shard, int shards) {
   p.replace(p.find("{shard}"), 7, n);
   return p;
 }
-
-// Raw ids of kept documents by sequence number (kept sequence numbers only
-// grow, so a sorted vector + binary search; ids live in one arena).
-class KeptIds {
- public:
-  void Add(uint64_t sequence, std::string_view id) {
-    sequences_.push_back(sequence);
-    offsets_.push_back(arena_.size());
-    arena_.append(id);
-  }
-  std::string_view Find(uint64_t sequence) const {
-    const auto it = std::lower_bound(sequences_.begin(), sequences_.end(), sequence);
-    if (it == sequences_.end() || *it != sequence) return {};
-    const size_t i = static_cast<size_t>(it - sequences_.begin());
-    const size_t end = i + 1 < offsets_.size() ? offsets_[i + 1] : arena_.size();
-    return std::string_view(arena_).substr(offsets_[i], end - offsets_[i]);
-  }
-
- private:
-  std::vector<uint64_t> sequences_;
-  std::vector<size_t> offsets_;
-  std::string arena_;
-};
 
 // Duplicates grouped by the kept document, for --clusters.
 class Clusters {
@@ -149,20 +127,7 @@ std::string Duration(double s) {
 nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double seconds, int threads) {
   const DedupStats& s = dedup.stats();
   nlohmann::json j;
-  j["documents"] = s.documents;
-  j["kept"] = s.kept;
-  j["duplicates"] = s.duplicates();
-  j["exact_duplicates"] = s.exact_duplicates;
-  j["near_duplicates"] = s.near_duplicates;
-  j["duplicate_percent"] =
-      s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0.0;
-  j["without_features"] = s.without_features;
-  j["invalid_utf8"] = s.invalid_utf8;
-  j["files"] = c.files;
-  j["lines"] = c.lines;
-  j["bad_lines"] = c.bad_lines;
-  j["blank_lines"] = c.blank_lines;
-  j["truncated_texts"] = c.truncated_texts;
+  AddRunStats(s, LineCounts{c.files, c.lines, c.bad_lines, c.blank_lines, c.truncated_texts}, &j);
   j["elapsed_seconds"] = seconds;
   j["stage_seconds"] = {{"read", c.read_s}, {"decide", c.decide_s}, {"write", c.write_s}};
   j["docs_per_second"] = seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0;
@@ -190,27 +155,6 @@ void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds) 
                static_cast<unsigned long long>(c.bad_lines), seconds,
                seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0);
   if (c.files > 1) std::fprintf(stderr, "  inputs      %llu files\n", static_cast<unsigned long long>(c.files));
-}
-
-// The line of a JSONL record with `field` added: {"kept": true}, or the
-// duplicate's decision. The record parsed as a JSON object, so its last '}'
-// closes it.
-void WriteAnnotated(std::FILE* out, const std::string& line, const std::string& field, const DedupDecision& d,
-                    std::string_view of) {
-  size_t end = line.find_last_of('}');
-  const size_t open = line.find('{');
-  const bool empty = line.find_first_not_of(" \t\r\n", open + 1) == end;
-  std::fwrite(line.data(), 1, end, out);
-  const std::string key = nlohmann::json(field).dump();
-  if (!d.duplicate) {
-    std::fprintf(out, "%s%s: {\"kept\": true}}\n", empty ? "" : ", ", key.c_str());
-    return;
-  }
-  std::fprintf(out,
-               "%s%s: {\"kept\": false, \"duplicate_of\": %.*s, \"similarity\": %.4f, \"similarity_exact\": %s, "
-               "\"distance\": %d, \"exact\": %s}}\n",
-               empty ? "" : ", ", key.c_str(), static_cast<int>(of.size()), of.data(), d.similarity,
-               d.similarity_exact ? "true" : "false", d.distance, d.exact ? "true" : "false");
 }
 
 // One run of the command: the outputs, the deduplicator, and the inputs read
@@ -610,11 +554,7 @@ class DedupRun {
       }
       if (!d.duplicate) continue;
       if (dups_) {
-        std::fprintf(dups_.get(),
-                     "{\"id\": %s, \"duplicate_of\": %.*s, \"distance\": %d, \"exact\": %s, "
-                     "\"similarity\": %.4f, \"similarity_exact\": %s}\n",
-                     r.id.c_str(), static_cast<int>(of.size()), of.data(), d.distance, d.exact ? "true" : "false",
-                     d.similarity, d.similarity_exact ? "true" : "false");
+        WriteDuplicateLine(dups_.get(), r.id, of, d);
       }
       if (clusters_file_) clusters_.Add(d.duplicate_of, r.id);
       if (clusters_file_ && checkpoint_) {

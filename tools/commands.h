@@ -95,6 +95,7 @@ void AddServeCommand(CLI::App& app, int* exit_code);  // tools/cmd_serve.cc (nea
 void AddServeStub(CLI::App& app);
 int ExecServe(int argc, char** argv);
 void AddEvalCommand(CLI::App& app, int* exit_code);   // tools/cmd_eval.cc
+void AddStageCommand(CLI::App& app, int* exit_code);  // tools/cmd_stage.cc (the staged run)
 
 // The re-check policy flags (--recheck, --short-threshold, ...), shared by
 // dedup and eval; defined in tools/cmd_dedup.cc.

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   AddIdfCommand(app, &exit_code);
   AddServeStub(app);
   AddEvalCommand(app, &exit_code);
+  AddStageCommand(app, &exit_code);
   app.add_subcommand("version", "Print the version and exit")->callback([&] {
     std::printf("%s\n", version.c_str());
   });

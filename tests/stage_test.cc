@@ -1,0 +1,343 @@
+// The staged run's files (neardup/dedup/staged_files.h) and the `neardup
+// stage` commands: outputs identical to `neardup dedup`, and the refusals
+// (a missing shard, a checksum mismatch, shards of other settings, another
+// input). The same run on a Dask cluster: tests/dask_stage_test.py.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "neardup/dedup/staged_files.h"
+
+namespace neardup {
+namespace {
+
+const std::string kCli = NEARDUP_CLI_PATH;
+const std::string kSample = std::string(NEARDUP_SOURCE_DIR) + "/data/sample/docs.jsonl";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+class StageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/neardup_stage_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // `neardup <args>`; stderr in err_.
+  int Run(const std::string& args) {
+    const std::string cmd = "'" + kCli + "' " + args + " >/dev/null 2>'" + Path("stderr") + "'";
+    const int status = std::system(cmd.c_str());
+    err_ = ReadAll(Path("stderr"));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  // Splits the sample into `parts` files (part 1 gzip-compressed).
+  std::vector<std::string> SplitSample(int parts) {
+    std::vector<std::string> lines;
+    std::istringstream in(ReadAll(kSample));
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::vector<std::string> paths;
+    const size_t per = (lines.size() + parts - 1) / parts;
+    for (int p = 0; p < parts; ++p) {
+      std::string text;
+      for (size_t i = p * per; i < std::min(lines.size(), (p + 1) * per); ++i) text += lines[i] + "\n";
+      const std::string path = Path("part-" + std::to_string(p) + ".jsonl");
+      WriteAll(path, text);
+      if (p == 1) {
+        EXPECT_EQ(std::system(("gzip '" + path + "'").c_str()), 0);
+        paths.push_back(path + ".gz");
+      } else {
+        paths.push_back(path);
+      }
+    }
+    return paths;
+  }
+
+  // Runs fingerprint + decide + filter over `inputs`; the filter outputs
+  // concatenated into Path(tag + ".out" / ".dups"). Returns decide's exit code.
+  int Staged(const std::vector<std::string>& inputs, const std::string& tag, const std::string& settings,
+             const std::string& filter_flags = "", const std::string& decide_flags = "") {
+    const int n = static_cast<int>(inputs.size());
+    std::string sigs, out, dups;
+    for (int i = 0; i < n; ++i) {
+      const std::string sig = Path(tag + "-" + std::to_string(i) + ".sig");
+      EXPECT_EQ(Run("stage fingerprint -q -i '" + inputs[i] + "' --shard " + std::to_string(i) + " --shards " +
+                    std::to_string(n) + " -o '" + sig + "' " + settings),
+                0)
+          << err_;
+      sigs += " -s '" + sig + "'";
+    }
+    const int rc =
+        Run("stage decide -q" + sigs + " -o '" + Path(tag + "-dec") + "' --stats-json '" + Path(tag + ".json") +
+            "' " + decide_flags);
+    if (rc != 0) return rc;
+    for (int i = 0; i < n; ++i) {
+      char dec[16];
+      std::snprintf(dec, sizeof dec, "/%05d.dec", i);
+      const std::string o = Path(tag + "-out" + std::to_string(i)), d = Path(tag + "-dups" + std::to_string(i));
+      EXPECT_EQ(Run("stage filter -q -i '" + inputs[i] + "' --decisions '" + Path(tag + "-dec") + dec + "' -o '" +
+                    o + "' -d '" + d + "' " + filter_flags),
+                0)
+          << err_;
+      out += ReadAll(o);
+      dups += ReadAll(d);
+    }
+    WriteAll(Path(tag + ".out"), out);
+    WriteAll(Path(tag + ".dups"), dups);
+    return 0;
+  }
+
+  void ExpectSameAsDedup(const std::vector<std::string>& inputs, const std::string& settings,
+                         const std::string& output_flags = "", const std::string& decide_flags = "") {
+    std::string in;
+    for (const std::string& p : inputs) in += " -i '" + p + "'";
+    ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("single.out") + "' -d '" + Path("single.dups") +
+                  "' --stats-json '" + Path("single.json") + "' " + output_flags + " " + settings),
+              0)
+        << err_;
+    ASSERT_EQ(Staged(inputs, "staged", settings, output_flags, decide_flags), 0) << err_;
+    EXPECT_FALSE(ReadAll(Path("single.out")).empty());
+    EXPECT_EQ(ReadAll(Path("staged.out")), ReadAll(Path("single.out")));
+    EXPECT_EQ(ReadAll(Path("staged.dups")), ReadAll(Path("single.dups")));
+    // The same counts in decide's --stats-json as in dedup's.
+    const auto single = nlohmann::json::parse(ReadAll(Path("single.json")));
+    const auto staged = nlohmann::json::parse(ReadAll(Path("staged.json")));
+    for (const char* key : {"documents", "kept", "duplicates", "exact_duplicates", "near_duplicates",
+                            "without_features", "invalid_utf8", "files", "lines", "bad_lines", "blank_lines",
+                            "truncated_texts"}) {
+      EXPECT_EQ(staged.at(key), single.at(key)) << key;
+    }
+  }
+
+  std::string dir_;
+  std::string err_;
+};
+
+TEST_F(StageTest, FileRoundTrip) {
+  const std::string path = Path("f.sig");
+  StagedDoc doc{7, "\"a1\"", {}};
+  doc.sig.content_hash = 11;
+  doc.sig.fingerprint = 0xfeedULL;
+  doc.sig.has_features = true;
+  doc.sig.num_chars = 19;
+  doc.sig.sketch = ComputeSketch("the quick brown fox", 3);
+  StagedDecision dec{9, {}, "\"x\"", "42"};
+  dec.decision.duplicate = true;
+  dec.decision.duplicate_of = 5;
+  dec.decision.distance = 2;
+  dec.decision.similarity = 0.8125;
+  dec.decision.exact = true;
+  {
+    auto w = StageFileWriter::Create(path, StageFileKind::kSignatures, "{\"h\":1}");
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    std::string r;
+    EncodeStagedDoc(doc, &r);
+    ASSERT_TRUE((*w)->Add(r).ok());
+    r.clear();
+    EncodeStagedDecision(dec, &r);
+    ASSERT_TRUE((*w)->Add(r).ok());
+    ASSERT_TRUE((*w)->Add("").ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  auto r = StageFileReader::Open(path, StageFileKind::kSignatures);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->header(), "{\"h\":1}");
+  std::string_view rec;
+  ASSERT_TRUE((*r)->Next(&rec));
+  StagedDoc got;
+  ASSERT_TRUE(DecodeStagedDoc(rec, &got).ok());
+  EXPECT_EQ(got.line_number, 7u);
+  EXPECT_EQ(got.id, "\"a1\"");
+  EXPECT_EQ(got.sig.fingerprint, 0xfeedULL);
+  EXPECT_EQ(got.sig.num_chars, 19u);
+  EXPECT_EQ(got.sig.sketch, doc.sig.sketch);
+  ASSERT_TRUE((*r)->Next(&rec));
+  StagedDecision got_dec;
+  ASSERT_TRUE(DecodeStagedDecision(rec, &got_dec).ok());
+  EXPECT_EQ(got_dec, dec);
+  EXPECT_EQ(DecodeStagedDoc(rec, &got).code(), Status::Code::kCorruption);  // another record type
+  ASSERT_TRUE((*r)->Next(&rec));
+  EXPECT_TRUE(rec.empty());
+  EXPECT_FALSE((*r)->Next(&rec));
+  EXPECT_TRUE((*r)->status().ok()) << (*r)->status().ToString();
+  // Another kind is refused at open.
+  EXPECT_EQ(StageFileReader::Open(path, StageFileKind::kDecisions).status().code(), Status::Code::kCorruption);
+}
+
+TEST_F(StageTest, FileCorruptionAndTruncationDetected) {
+  const std::string path = Path("f.sig");
+  {
+    auto w = StageFileWriter::Create(path, StageFileKind::kSignatures, "{}");
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE((*w)->Add("record number " + std::to_string(i)).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  const std::string good = ReadAll(path);
+  auto read_all = [&](const std::string& bytes) {
+    WriteAll(path, bytes);
+    auto r = StageFileReader::Open(path, StageFileKind::kSignatures);
+    if (!r.ok()) return r.status();
+    std::string_view rec;
+    while ((*r)->Next(&rec)) {
+    }
+    return (*r)->status();
+  };
+  EXPECT_TRUE(read_all(good).ok());
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x20;
+  const Status st = read_all(flipped);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.ToString();
+  for (size_t cut : {size_t{3}, size_t{30}, good.size() / 2, good.size() - 1}) {
+    EXPECT_EQ(read_all(good.substr(0, cut)).code(), Status::Code::kCorruption) << cut;
+  }
+  EXPECT_EQ(read_all(good + "x").code(), Status::Code::kCorruption);
+  // A writer that never finishes leaves nothing under the real name.
+  std::remove(path.c_str());
+  {
+    auto w = StageFileWriter::Create(path, StageFileKind::kSignatures, "{}");
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Add("x").ok());
+  }
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);
+}
+
+TEST_F(StageTest, SameOutputsAsDedup) {
+  const auto inputs = SplitSample(3);
+  ExpectSameAsDedup(inputs, "");
+}
+
+TEST_F(StageTest, SameOutputsWithSketchDir) {
+  const auto inputs = SplitSample(2);
+  ExpectSameAsDedup(inputs, "", "", "--sketch-dir '" + dir_ + "'");
+}
+
+TEST_F(StageTest, SameOutputsAsDedupOtherSettingsAndAnnotate) {
+  const auto inputs = SplitSample(4);
+  ExpectSameAsDedup(inputs, "--threshold 0.5 --shingle-size 4", "--annotate dd");
+}
+
+TEST_F(StageTest, SameOutputsWithBadLinesBlankLinesAndLinesFormat) {
+  WriteAll(Path("a.jsonl"),
+           "{\"id\":\"a1\",\"text\":\"The quick brown fox jumps over the lazy dog\"}\n\n"
+           "not json\n{\"id\":2,\"text\":\"Completely different words about databases\"}\r\n"
+           "bytes \xff\xfe that are not UTF-8\n");
+  WriteAll(Path("b.jsonl"),
+           "{\"id\":3,\"text\":\"the quick brown fox jumps over the lazy dog!\"}\n"
+           "{\"id\":[4],\"text\":\"x\"}\n{\"text\":\"Completely different words about databases\",\"id\":5.0}");
+  ExpectSameAsDedup({Path("a.jsonl"), Path("b.jsonl")}, "");
+  ExpectSameAsDedup({Path("a.jsonl"), Path("b.jsonl")}, "--format lines");
+}
+
+TEST_F(StageTest, MissingShardIsRefused) {
+  const auto inputs = SplitSample(3);
+  for (int i : {0, 2}) {
+    ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[i] + "' --shard " + std::to_string(i) +
+                  " --shards 3 -o '" + Path(std::to_string(i) + ".sig") + "'"),
+              0)
+        << err_;
+  }
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("*.sig") + "' -o '" + Path("dec") + "'"), 2);
+  EXPECT_NE(err_.find("signature shard 1 of 3 is missing"), std::string::npos) << err_;
+  // A named shard file that does not exist: an I/O error.
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -s '" + Path("1.sig") + "' -o '" + Path("dec") + "'"), 1);
+  EXPECT_NE(err_.find("cannot open"), std::string::npos) << err_;
+}
+
+TEST_F(StageTest, ChecksumMismatchIsRefused) {
+  const auto inputs = SplitSample(1);
+  ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' -o '" + Path("0.sig") + "'"), 0) << err_;
+  std::string bytes = ReadAll(Path("0.sig"));
+  bytes[bytes.size() / 2] ^= 1;
+  WriteAll(Path("0.sig"), bytes);
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -o '" + Path("dec") + "'"), 1);
+  EXPECT_NE(err_.find("checksum mismatch"), std::string::npos) << err_;
+  EXPECT_NE(::access(Path("dec/00000.dec").c_str(), F_OK), 0);  // no decision file from a bad shard
+}
+
+TEST_F(StageTest, ShardsOfOtherSettingsAreRefused) {
+  const auto inputs = SplitSample(2);
+  ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' --shard 0 --shards 2 -o '" + Path("0.sig") + "'"), 0);
+  ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[1] + "' --shard 1 --shards 2 -o '" + Path("1.sig") +
+                "' --threshold 0.5"),
+            0);
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -s '" + Path("1.sig") + "' -o '" + Path("dec") + "'"), 2);
+  EXPECT_NE(err_.find("other settings"), std::string::npos) << err_;
+  ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[1] + "' --shard 1 --shards 3 -o '" + Path("1.sig") + "'"), 0);
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -s '" + Path("1.sig") + "' -o '" + Path("dec") + "'"), 2);
+  EXPECT_NE(err_.find("shards of different runs"), std::string::npos) << err_;
+  EXPECT_EQ(Run("stage fingerprint -q -i - -o '" + Path("x.sig") + "'"), 2);
+  EXPECT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' --shard 2 --shards 2 -o '" + Path("x.sig") + "'"), 2);
+}
+
+int64_t MtimeNs(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+TEST_F(StageTest, KeepExistingRedoesOnlyStaleShards) {
+  const auto inputs = SplitSample(1);
+  const std::string fp = "stage fingerprint -q --keep-existing -i '" + inputs[0] + "' -o '" + Path("0.sig") + "'";
+  ASSERT_EQ(Run(fp), 0) << err_;
+  const int64_t first = MtimeNs(Path("0.sig"));
+  ::usleep(20000);
+  ASSERT_EQ(Run(fp), 0) << err_;
+  EXPECT_EQ(MtimeNs(Path("0.sig")), first);  // current: left alone
+  ASSERT_EQ(Run(fp + " --threshold 0.5"), 0) << err_;
+  const int64_t second = MtimeNs(Path("0.sig"));
+  EXPECT_NE(second, first);  // other settings: rewritten
+  std::string bytes = ReadAll(Path("0.sig"));
+  bytes[bytes.size() / 2] ^= 1;
+  WriteAll(Path("0.sig"), bytes);
+  ::usleep(20000);
+  const int64_t damaged = MtimeNs(Path("0.sig"));
+  ASSERT_EQ(Run(fp + " --threshold 0.5"), 0) << err_;
+  EXPECT_NE(MtimeNs(Path("0.sig")), damaged);  // damaged: rewritten
+  ASSERT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -o '" + Path("dec") + "'"), 0) << err_;
+}
+
+TEST_F(StageTest, FilterRefusesAnotherInput) {
+  const auto inputs = SplitSample(2);
+  ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' -o '" + Path("0.sig") + "'"), 0) << err_;
+  ASSERT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -o '" + Path("dec") + "'"), 0) << err_;
+  const std::string dec = " --decisions '" + Path("dec/00000.dec") + "' -o '" + Path("out") + "'";
+  EXPECT_EQ(Run("stage filter -q -i '" + inputs[1] + "'" + dec), 2);  // another size
+  EXPECT_NE(err_.find("is not the input of"), std::string::npos) << err_;
+  // Same size, other content: found by the line digest; no output is left.
+  std::string bytes = ReadAll(inputs[0]);
+  bytes[bytes.size() - 5] = bytes[bytes.size() - 5] == 'a' ? 'b' : 'a';
+  WriteAll(Path("changed.jsonl"), bytes);
+  EXPECT_EQ(Run("stage filter -q -i '" + Path("changed.jsonl") + "'" + dec), 1);
+  EXPECT_NE(err_.find("has changed since it was fingerprinted"), std::string::npos) << err_;
+  EXPECT_NE(::access(Path("out").c_str(), F_OK), 0);
+  EXPECT_EQ(Run("stage filter -q -i '" + inputs[0] + "'" + dec), 0) << err_;
+  // A signature shard is not a decision file.
+  EXPECT_EQ(Run("stage filter -q -i '" + inputs[0] + "' --decisions '" + Path("0.sig") + "' -o '" + Path("o2") + "'"),
+            1);
+}
+
+}  // namespace
+}  // namespace neardup
