@@ -49,15 +49,8 @@ class PgEngineTest : public ::testing::Test {
     o.uri = uri + "?pool_size=8";
     return o;
   }
-  static std::unique_ptr<Engine> Open(const PgEngineOptions& o) {
-    auto e = OpenPgEngine(o);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
-    return e.ok() ? std::move(e).value() : nullptr;
-  }
-  static std::string UniqueNs(const std::string& base) {
-    static std::atomic<int> n{0};
-    return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
-  }
+  static std::unique_ptr<Engine> Open(const PgEngineOptions& o) { return testing::EngineOrFail(OpenPgEngine(o)); }
+  static std::string UniqueNs(const std::string& base) { return testing::UniqueNs(base); }
   // Trials of a race test: NEARDUP_PG_TRIALS (the long run) or `dflt`.
   static int Trials(int dflt) {
     const char* t = std::getenv("NEARDUP_PG_TRIALS");

@@ -107,15 +107,8 @@ class RedisEngineTest : public SharedRedisClusterTest {
     o.lease_ms = 300;
     return o;
   }
-  static std::unique_ptr<Engine> Open(const RedisEngineOptions& o) {
-    auto e = OpenRedisClusterEngine(o);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
-    return e.ok() ? std::move(e).value() : nullptr;
-  }
-  static std::string UniqueNs(const std::string& base) {
-    static std::atomic<int> n{0};
-    return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
-  }
+  static std::unique_ptr<Engine> Open(const RedisEngineOptions& o) { return testing::EngineOrFail(OpenRedisClusterEngine(o)); }
+  static std::string UniqueNs(const std::string& base) { return testing::UniqueNs(base); }
 
 };
 

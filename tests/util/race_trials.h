@@ -9,6 +9,7 @@
 #define NEARDUP_TESTS_RACE_TRIALS_H_
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -26,6 +27,18 @@
 #include "neardup/engine/engine.h"
 
 namespace neardup::testing {
+
+// A namespace no other test (or earlier run on the same store) has used.
+inline std::string UniqueNs(const std::string& base) {
+  static std::atomic<int> n{0};
+  return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
+}
+
+// The engine an Open* function returned, or nullptr and a test failure.
+inline std::unique_ptr<Engine> EngineOrFail(Result<std::unique_ptr<Engine>> e) {
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
 
 inline std::string DocName(size_t i) {
   std::string s = "doc";
