@@ -273,8 +273,8 @@ TEST(Dedup, FirstWinsInInputOrderAcrossBatches) {
   EXPECT_EQ(r[1].duplicate_of, 0u);
 }
 
-std::vector<std::string> SampleTexts() {
-  std::FILE* f = std::fopen(NEARDUP_SOURCE_DIR "/data/sample/docs.jsonl", "rb");
+std::vector<std::string> SampleTexts(const std::string& path = NEARDUP_SOURCE_DIR "/data/sample/docs.jsonl") {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
   EXPECT_NE(f, nullptr);
   std::vector<std::string> texts;
   if (f == nullptr) return texts;
@@ -328,6 +328,90 @@ TEST(Dedup, DeterministicAcrossThreadCountsAndBatchSizes) {
     if (reference[i].distance > 3) {
       EXPECT_GE(reference[i].similarity, 0.35);
     }
+  }
+}
+
+// ProcessBatch on several threads searches the documents kept before each
+// slice of the batch in parallel, then in order only those kept since
+// (NearDupSet::ProbedAnchors / Combine; Deduplicator::DecideOnThreads). On
+// the natural corpus (templated text: anchors turn into stop keys within a
+// batch, the case that must fall back to a whole search) and under settings
+// that make stop keys, wide radii, missing sketches and exact repeats
+// common, every decision equals the one-thread one.
+TEST(Dedup, ThreadedBatchesDecideExactlyAsOneThread) {
+  std::vector<std::string> texts;
+  for (const char* b : {"zh-short", "en-short", "zh-long", "en-long"}) {
+    for (std::string t : SampleTexts(std::string(NEARDUP_SOURCE_DIR "/data/natural/dev/") + b + ".jsonl")) {
+      texts.push_back(std::move(t));
+    }
+  }
+  ASSERT_GT(texts.size(), 5000u);
+  // Exact repeats of earlier texts, some within the same slice.
+  for (size_t i = 0; i < 600; ++i) texts.push_back(texts[(i * 7919) % texts.size()]);
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  struct Variant {
+    const char* name;
+    void (*set)(DedupOptions*);
+  };
+  const Variant variants[] = {
+      {"default", [](DedupOptions*) {}},
+      {"anchor_max_postings=2", [](DedupOptions* o) { o->recheck.anchor_max_postings = 2; }},
+      {"anchors=3 threshold=0.5", [](DedupOptions* o) { o->recheck.anchors = 3, o->recheck.threshold = 0.5; }},
+      {"short_k=6 shingle_size=2", [](DedupOptions* o) { o->recheck.short_k = 6, o->recheck.shingle_size = 2; }},
+      {"sketch_max_chars=60", [](DedupOptions* o) { o->recheck.sketch_max_chars = 60; }},
+      {"no exact fast path", [](DedupOptions* o) { o->exact_fast_path = false; }},
+      {"re-check off", [](DedupOptions* o) { o->recheck.enabled = false; }},
+      {"sketches in a file", [](DedupOptions* o) { o->sketch_dir = ::testing::TempDir(); }},
+  };
+  for (const Variant& v : variants) {
+    DedupOptions options;
+    v.set(&options);
+    std::vector<DedupDecision> reference;
+    for (auto [threads, batch] : {std::pair{1, size_t{4096}}, std::pair{2, size_t{4096}}, std::pair{3, size_t{257}},
+                                  std::pair{2, size_t{1500}}}) {
+      auto d = Deduplicator::Create(options);
+      ASSERT_TRUE(d.ok()) << v.name;
+      std::vector<DedupDecision> all, part;
+      for (size_t i = 0; i < views.size(); i += batch) {
+        const size_t n = std::min(batch, views.size() - i);
+        ASSERT_TRUE(d.value()->ProcessBatch(std::span(views).subspan(i, n), &part, threads).ok());
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      if (reference.empty()) {
+        reference = all;
+        continue;
+      }
+      ASSERT_EQ(all.size(), reference.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < all.size(); ++i) differ += !(all[i] == reference[i]);
+      EXPECT_EQ(differ, 0u) << v.name << " threads=" << threads << " batch=" << batch;
+    }
+    size_t dups = 0;
+    for (const DedupDecision& r : reference) dups += r.duplicate;
+    EXPECT_GT(dups, 500u) << v.name;
+  }
+}
+
+// Regression for DecideOnThreads: a document whose normalized text equals an
+// older kept one (the exact step's answer, first by the rule) while a
+// document kept earlier in its own batch is more similar: the exact answer
+// must win on several threads as on one.
+TEST(Dedup, ThreadedBatchKeepsTheExactAnswerFirst) {
+  const std::string a = "the quick, brown fox; jumps over the lazy dog!!";
+  const std::string b = "the quick brown fox jumps over the lazy dog today";
+  const std::string q = "the quick brown fox jumps over the lazy dog";
+  for (int threads : {1, 2}) {
+    auto d = Deduplicator::Create(DedupOptions{});
+    ASSERT_TRUE(d.ok());
+    std::vector<std::string_view> first = {a}, second = {b, q};
+    std::vector<DedupDecision> r1, r2;
+    ASSERT_TRUE(d.value()->ProcessBatch(first, &r1, threads).ok());
+    ASSERT_TRUE(d.value()->ProcessBatch(second, &r2, threads).ok());
+    EXPECT_FALSE(r1[0].duplicate);
+    EXPECT_FALSE(r2[0].duplicate) << "b must be kept for the case to matter, similarity " << r2[0].similarity;
+    EXPECT_TRUE(r2[1].duplicate);
+    EXPECT_EQ(r2[1].duplicate_of, 0u) << "threads=" << threads;
+    EXPECT_TRUE(r2[1].exact);
   }
 }
 

@@ -85,6 +85,8 @@ class AnchorTable {
     }
   }
 
+  uint64_t stops_made() const { return stops_made_; }
+
   size_t MemoryBytes() const {
     size_t bytes = table_.MemoryBytes() + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t);
     for (const auto& l : lists_) bytes += l.capacity() * sizeof(DocId);
@@ -113,6 +115,7 @@ class AnchorTable {
   void MakeStop(Slot* s) {
     if (s->n >= 2 && s->n != kStop) FreeList(s->v);
     s->n = kStop;
+    ++stops_made_;
     s->v = 0;
   }
 
@@ -135,6 +138,7 @@ class AnchorTable {
   // doubling copied millions of them at once).
   std::deque<std::vector<DocId>> lists_;
   std::vector<uint64_t> free_;
+  uint64_t stops_made_ = 0;
 };
 
 // 64-bit key -> 64-bit value slots (value UINT64_MAX: empty); a key may
@@ -517,7 +521,8 @@ bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
          doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
 }
 
-Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
+Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed) {
+  if (indexed != nullptr) indexed->clear();
   if (id == KeyValueSlot::kEmptyValue) return Status::InvalidArgument("id UINT64_MAX is reserved");
   if (!doc.has_features) {
     // Featureless documents are not in the index; keep ids unique anyway.
@@ -546,6 +551,7 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc) {
   const uint32_t cap = static_cast<uint32_t>(options_.recheck.anchor_max_postings);
   const uint32_t* anchors = rec.data() + kRecHeader + rec[kRecCount];
   for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Add(anchors[i], id, cap);
+  if (indexed != nullptr) indexed->assign(anchors, anchors + rec[kRecAnchors]);
   const uint64_t counts = doc.sketch.complete() ? RecordFilter::CountsOf(doc.sketch.mins.data(), doc.sketch.mins.size()) : 0;
   t_->sketch_slot.Insert(Murmur3Fmix64(id),
                          SketchSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles), counts});
@@ -567,16 +573,45 @@ size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) 
   rec[kRecFpHi] = static_cast<uint32_t>(doc.fingerprint >> 32);
   rec[kRecCount] = static_cast<uint32_t>(n);
   std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec + kRecHeader);
-  const int m = std::max(options_.recheck.anchors, RecheckOptions{}.anchors);
-  uint32_t added = 0;
-  for (uint32_t a : doc.sketch.anchors) {
-    if (added == static_cast<uint32_t>(m)) break;
-    if (t_->anchors.IsStop(a)) continue;
-    rec[kRecHeader + n + added] = a;
-    ++added;
-  }
+  const uint32_t added = FirstLiveAnchors(doc, IndexedAnchorCount(), rec + kRecHeader + n);
   rec[kRecAnchors] = added;
   return kRecHeader + n + added;
+}
+
+size_t NearDupSet::IndexedAnchorCount() const {
+  return static_cast<size_t>(std::max(options_.recheck.anchors, RecheckOptions{}.anchors));
+}
+
+uint32_t NearDupSet::FirstLiveAnchors(const DocSignature& doc, size_t m, uint32_t* out) const {
+  uint32_t n = 0;
+  for (uint32_t a : doc.sketch.anchors) {
+    if (n == m) break;
+    if (!t_->anchors.IsStop(a)) out[n++] = a;
+  }
+  return n;
+}
+
+void NearDupSet::ProbedAnchors(const DocSignature& doc, std::vector<uint32_t>* out) const {
+  out->resize(kAnchorCount);
+  const bool probes = options_.recheck.enabled && options_.recheck.anchors > 0 && doc.has_sketch();
+  out->resize(probes ? FirstLiveAnchors(doc, static_cast<size_t>(options_.recheck.anchors), out->data()) : 0);
+}
+
+bool NearDupSet::IsStopKey(uint32_t anchor) const { return t_->anchors.IsStop(anchor); }
+
+uint64_t NearDupSet::stop_keys_made() const { return t_->anchors.stops_made(); }
+
+// The exact step's answer (the smallest passing id with equal text) comes
+// first, and older ids are smaller; otherwise both are the best of their
+// set by RanksBefore, a total order, so the better of the two is the best.
+std::optional<DuplicateMatch> NearDupSet::Combine(const DocSignature& doc, const std::optional<DuplicateMatch>& older,
+                                                  const std::optional<DuplicateMatch>& newer) const {
+  if (!older || !newer) return older ? older : newer;
+  if (options_.exact_fast_path || !doc.has_features) {
+    if (older->exact) return older;
+    if (newer->exact) return newer;
+  }
+  return RanksBefore(RankOf(*newer), RankOf(*older), options_.recheck.enabled) ? newer : older;
 }
 
 bool NearDupSet::Remove(DocId id, const DocSignature& doc) {

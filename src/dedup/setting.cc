@@ -162,7 +162,7 @@ std::span<const Setting<RecheckOptions>> RecheckSettingTable() {
       FieldSetting<R>({"anchors", "anchors", T::kInt, 0, static_cast<double>(kAnchorCount), {},
                        "Anchor keys probed per document for candidates the fingerprint misses (0 = none)"},
                       &R::anchors),
-      FieldSetting<R>({"anchor_max_postings", "anchor-max-postings", T::kInt, 0, kBig, {},
+      FieldSetting<R>({"anchor_max_postings", "anchor-max-postings", T::kInt, 0, kMaxAnchorPostings, {},
                        "An anchor shared by more kept documents than this becomes a stop key"},
                       &R::anchor_max_postings),
       FieldSetting<R>({"", "sketch-max-chars", T::kInt, 0, kBig, {},

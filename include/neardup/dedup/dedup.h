@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -161,6 +162,17 @@ class Deduplicator {
 
  private:
   Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set);
+  // ProcessBatch's decisions on several threads (dedup.cc).
+  Status DecideOnThreads(std::vector<DedupDecision>* out, int threads);
+  Status SearchOlder(size_t begin, size_t end, int threads);
+  Status DecideInOrder(size_t begin, size_t end, std::vector<DedupDecision>* out);
+  // The decision for `doc` given its match: counts it and, when it is kept,
+  // inserts it (also into batch_set when given, under the anchors set_
+  // indexed it under).
+  Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match,
+                              NearDupSet* batch_set);
+  // batch_set_'s view of `doc`: its anchors replaced by `anchors`.
+  const DocSignature& WithAnchors(const DocSignature& doc, const std::vector<uint32_t>& anchors);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;
@@ -169,6 +181,14 @@ class Deduplicator {
   uint64_t next_sequence_ = 0;
   DedupStats stats_;
   std::vector<DocSignature> sigs_;  // scratch
+  // DecideOnThreads' scratch: each document's answer from the documents kept
+  // before the batch and the anchors it probed then; the batch's kept
+  // documents.
+  std::vector<std::optional<DuplicateMatch>> older_;
+  std::vector<std::vector<uint32_t>> probed_;
+  std::unique_ptr<NearDupSet> batch_set_;
+  DocSignature view_;
+  std::vector<uint32_t> anchors_;
 };
 
 }  // namespace neardup

@@ -66,10 +66,32 @@ class NearDupSet {
   Status FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
                        std::vector<DuplicateMatch>* all = nullptr) const;
 
+  // Deciding a batch on several threads (Deduplicator::ProcessBatch) splits
+  // FindDuplicate in two: a search of this set as it was before the batch,
+  // which runs for many documents at once, and, in order, a search of a
+  // small set holding only the documents kept since, whose anchors are those
+  // this set indexed for them (Insert's `indexed`) and whose queries probe those
+  // this set would probe (ProbedAnchors). Combine gives FindDuplicate's
+  // answer over both as long as none of the query's probed anchors became a
+  // stop key in between (stop_keys_made() unchanged, or IsStopKey false for
+  // each); otherwise the caller searches this set whole.
+  //
+  // The first recheck.anchors of doc's anchors that are not stop keys here:
+  // the ones FindDuplicate(doc) probes now (none when it probes none).
+  void ProbedAnchors(const DocSignature& doc, std::vector<uint32_t>* out) const;
+  bool IsStopKey(uint32_t anchor) const;
+  // How many anchors have become stop keys so far (never decreases).
+  uint64_t stop_keys_made() const;
+  // FindDuplicate's answer over the union of two sets, given each set's own
+  // answer, when every id of `older`'s set is below every id of `newer`'s.
+  std::optional<DuplicateMatch> Combine(const DocSignature& doc, const std::optional<DuplicateMatch>& older,
+                                        const std::optional<DuplicateMatch>& newer) const;
+
   // Adds a kept document. kAlreadyExists if `id` is present; with a sketch
   // file (NearDupOptions::sketch_dir), kStorageFull or kIOError when its
   // record cannot be written. On error nothing of the document is kept.
-  Status Insert(DocId id, const DocSignature& doc);
+  // `indexed`, when given, receives the anchors it was indexed under.
+  Status Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed = nullptr);
   // Removes a kept document (its content_hash, fingerprint and has_features
   // as inserted; the sketch is not needed). False if absent.
   bool Remove(DocId id, const DocSignature& doc);
@@ -118,6 +140,10 @@ class NearDupSet {
                     std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
   size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const;
+  size_t IndexedAnchorCount() const;
+  // The first m of doc's anchors that are not stop keys, into out
+  // (kAnchorCount); returns how many.
+  uint32_t FirstLiveAnchors(const DocSignature& doc, size_t m, uint32_t* out) const;
   void RemoveRecord(DocId id);
 
   NearDupOptions options_;

@@ -20,6 +20,9 @@ namespace neardup {
 // The length-aware re-check policy (docs/ACCURACY.md). Tunable per
 // namespace: every field but sketch_max_chars may be changed later with
 // NearDupSet::SetPolicy().
+// anchor_max_postings' largest value: in effect, no stop keys.
+inline constexpr int kMaxAnchorPostings = 1 << 30;
+
 struct RecheckOptions {
   // Off: the plain rule of the seed (every fingerprint candidate within k is
   // a duplicate; no anchors, no similarity).
