@@ -631,11 +631,6 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
                   "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")
       ->check(CLI::Range(0.0, 86400.0));
-  cmd->add_option("--keep", f->keep,
-                  "Which document of a group of near-duplicates is kept: first (input order) or longest "
-                  "(decided from the longest text to the shortest, ties in input order; reads the inputs twice "
-                  "and holds every document's signature)")
-      ->check(CLI::IsMember({"first", "longest"}));
   cmd->add_option("--sketch-dir", f->sketch_dir,
                   "Keep the kept documents' re-check sketches in an unnamed temporary file in this directory "
                   "instead of memory (read back only for a check's few candidates): the same output in much "
@@ -646,19 +641,10 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "state in this directory. Run the same command again after an interruption: it continues "
                   "after the last completed input, with the same result as an uninterrupted run. Removed when "
                   "the run succeeds");
-  cmd->add_option("--load-index", f->load_index,
-                  "Also deduplicate against the kept documents an earlier run saved in this directory "
-                  "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "
-                  "names its id. Needs the same fingerprint flags and --shingle-size")
-      ->check(CLI::ExistingDirectory);
-  cmd->add_option("--save-index", f->save_index,
-                  "Save this run's kept documents (ids and signatures, checksummed) to this directory, for a "
-                  "later run's --load-index; written only when the run succeeds");
   cmd->add_option("-d,--duplicates", f->duplicates,
                   "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
                   "\"similarity_exact\"}");
-  cmd->add_option("--clusters", f->clusters,
-                  "Groups of size >= 2 as JSONL: {\"kept\", \"size\", \"members\"}");
+  AddDecisionOutputFlags(cmd, &f->load_index, &f->save_index, &f->clusters, &f->keep);
   cmd->add_option("-k,--max-distance", f->k,
                   "Largest Hamming distance (inclusive) between fingerprints of near-duplicates")
       ->check(CLI::Range(0, kMaxSupportedK));

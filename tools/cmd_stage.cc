@@ -756,18 +756,7 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
                 "Keep the kept documents' re-check sketches in an unnamed temporary file in this directory "
                 "instead of memory, as dedup's --sketch-dir: the same decisions in much less memory")
       ->check(CLI::ExistingDirectory);
-  d->add_option("--load-index", dec->load_index,
-                "Also decide against the kept documents an earlier run saved in this directory, as dedup's "
-                "--load-index (repeatable, loaded in the order given, before the first shard)")
-      ->check(CLI::ExistingDirectory);
-  d->add_option("--save-index", dec->save_index,
-                "Save this run's kept documents to this directory for a later run's --load-index, as dedup's "
-                "(written when decide succeeds)");
-  d->add_option("--clusters", dec->clusters, "Groups of size >= 2 as JSONL, as dedup's --clusters");
-  d->add_option("--keep", dec->keep,
-                "Which document of a group is kept, as dedup's --keep: first or longest (longest holds every "
-                "document's signature and reads the shards twice)")
-      ->check(CLI::IsMember({"first", "longest"}));
+  AddDecisionOutputFlags(d, &dec->load_index, &dec->save_index, &dec->clusters, &dec->keep);
   d->add_flag("-q,--quiet", dec->quiet, "No summary on stderr");
   d->callback([dec, exit_code] { *exit_code = RunDecide(*dec); });
 

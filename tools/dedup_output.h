@@ -181,6 +181,25 @@ inline Status FinishSavedIndex(std::unique_ptr<KeptFileWriter> saved, const std:
   return Status::OK();
 }
 
+// The flags `dedup` and `stage decide` share, in one wording.
+inline void AddDecisionOutputFlags(CLI::App* cmd, std::vector<std::string>* load_index, std::string* save_index,
+                                   std::string* clusters, std::string* keep) {
+  cmd->add_option("--keep", *keep,
+                  "Which document of a group of near-duplicates is kept: first (input order) or longest "
+                  "(decided from the longest text to the shortest, ties in input order; reads the inputs, or "
+                  "the signature shards, twice and holds every document's signature)")
+      ->check(CLI::IsMember({"first", "longest"}));
+  cmd->add_option("--load-index", *load_index,
+                  "Also deduplicate against the kept documents an earlier run saved in this directory "
+                  "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "
+                  "names its id. Needs the same fingerprint flags and --shingle-size")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--save-index", *save_index,
+                  "Save this run's kept documents (ids and signatures, checksummed) to this directory, for a "
+                  "later run's --load-index; written only when the run (in a staged run, decide) succeeds");
+  cmd->add_option("--clusters", *clusters, "Groups of size >= 2 as JSONL: {\"kept\", \"size\", \"members\"}");
+}
+
 // ---- --keep longest -------------------------------------------------------------
 
 // Decides the documents of `sigs` (the run's documents in input order, after
