@@ -6,7 +6,7 @@ Starts `dask scheduler` and 2 `dask worker` processes on 127.0.0.1 with
 scripts/dask_cluster.sh, splits data/sample/docs.jsonl into 4 shards (one of
 them gzip), runs scripts/dask_dedup.py with default settings, with
 --threshold 0.5 --shingle-size 4, with --annotate, with --output-shards 3
---clusters, with --keep longest, and with --save-index over two shards then
+--clusters, with --output-shards 2 --annotate, with --keep longest, and with --save-index over two shards then
 --load-index of it over the other two, and compares every output (the
 output shards, clusters, the saved index's files) with `neardup dedup`'s
 over the same shards. Also checks that a failing
@@ -81,6 +81,7 @@ def main():
                 ("annotate", parts, lambda side: ["--annotate", "dedup"], [], 1, []),
                 ("shards-clusters", parts, lambda side: ["--output-shards", "3", "--clusters", str(side / "clusters")],
                  [], 3, ["clusters"]),
+                ("shards-annotate", parts, lambda side: ["--output-shards", "2", "--annotate", "dedup"], [], 2, []),
                 ("keep-longest", parts, lambda side: ["--keep", "longest", "--clusters", str(side / "clusters")],
                  ["--threshold", "0.5"], 1, ["clusters"]),
                 ("save-index", parts[:2], lambda side: ["--save-index", str(side / "index")], [], 1,
