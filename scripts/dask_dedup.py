@@ -9,14 +9,16 @@ every worker must see at the same path (a shared file system):
   fingerprint  one task per input file  -> WORK/sig/NNNNN.sig
   decide       one task, after them all -> WORK/dec/NNNNN.dec [WORK/clusters]
                                            [--save-index DIR]
-  filter       one task per input file  -> WORK/out/NNNNN[-SSSSS][.dups]
+  filter       one task per input file  -> WORK/out/NNNNN[-SSSSS][.dups][.gz|.zst]
 
 The driver then concatenates the filter outputs in input order into --output
 (each of its --output-shards) and --duplicates, and copies the clusters to
 --clusters: byte for byte what `neardup dedup` writes for the same inputs,
 settings and output flags (--annotate, --output-shards, --clusters,
---load-index, --save-index, --keep). Arguments after `--` are the run's settings, given to
-every fingerprint task (and so carried to decide): -k, --threshold,
+--load-index, --save-index, --keep). An output named .gz or .zst is
+compressed by the tasks and concatenated: one gzip member or zstd frame per
+input file, the same text as dedup's once decompressed. Arguments after `--`
+are the run's settings, given to every fingerprint task (and so carried to decide): -k, --threshold,
 --shingle-size, --format, --id-field, --tokenizer, ...
 
 A failed task stops the run; the driver exits with that task's exit code
@@ -52,6 +54,11 @@ def run_task(argv, timeout, *dependencies):
         raise RuntimeError(f"{' '.join(argv[1:3])} failed (exit {p.returncode}) on {' '.join(argv[3:])}:\n{err}",
                            p.returncode)
     return {"stage": argv[2], "seconds": time.monotonic() - t0, "stderr": err, "worker": get_worker().address}
+
+
+def compression(name):
+    """The compression neardup gives an output by its name: ".gz", ".zst" or ""."""
+    return next((ext for ext in (".gz", ".zst") if name and name.endswith(ext)), "")
 
 
 def concatenate(parts, target):
@@ -109,14 +116,17 @@ def main():
     n = len(files)
     sig = [os.path.join(work, "sig", f"{i:05d}.sig") for i in range(n)]
     dec = [os.path.join(work, "dec", f"{i:05d}.dec") for i in range(n)]
+    # A compressed output is written compressed by each task (the parts get its
+    # extension) and concatenated: one gzip member / zstd frame per part.
+    ext = compression(a.output)
     out = [os.path.join(work, "out", f"{i:05d}") for i in range(n)]
-    dups = [o + ".dups" for o in out]
+    dups = [o + ".dups" + compression(a.duplicates) for o in out]
     stats = os.path.join(work, "decide-stats.json")
 
     fingerprint = [[neardup, "stage", "fingerprint", "-q", "-i", files[i], "--shard", str(i), "--shards", str(n),
                     "-o", sig[i], "--threads", str(a.threads), *(["--keep-existing"] if a.resume else []),
                     *settings] for i in range(n)]
-    clusters = os.path.join(work, "clusters")
+    clusters = os.path.join(work, "clusters" + compression(a.clusters))
     decide = [neardup, "stage", "decide", "-q", "-s", *sig, "-o", os.path.join(work, "dec"), "--stats-json", stats,
               "--keep", a.keep, *sum((["--load-index", os.path.abspath(d)] for d in a.load_index), [])]
     if a.save_index:
@@ -125,11 +135,11 @@ def main():
         decide += ["--clusters", clusters]
     shards = a.output_shards
     # A file's part of output shard s: WORK/out/NNNNN-SSSSS (NNNNN alone with one shard).
-    parts = [[f"{o}-{s:05d}" for s in range(shards)] if shards > 1 else [o] for o in out]
+    parts = [[f"{o}-{s:05d}{ext}" for s in range(shards)] if shards > 1 else [o + ext] for o in out]
     filters = []
     for i in range(n):
         argv = [neardup, "stage", "filter", "-q", "-i", files[i], "--decisions", dec[i], "-o",
-                out[i] + ("-{shard}" if shards > 1 else ""), "--output-shards", str(shards)]
+                out[i] + ("-{shard}" if shards > 1 else "") + ext, "--output-shards", str(shards)]
         if a.duplicates:
             argv += ["-d", dups[i]]
         if a.annotate:

@@ -6,7 +6,8 @@ Starts `dask scheduler` and 2 `dask worker` processes on 127.0.0.1 with
 scripts/dask_cluster.sh, splits data/sample/docs.jsonl into 4 shards (one of
 them gzip), runs scripts/dask_dedup.py with default settings, with
 --threshold 0.5 --shingle-size 4, with --annotate, with --output-shards 3
---clusters, with --output-shards 2 --annotate, with --keep longest, and with --save-index over two shards then
+--clusters, with --output-shards 2 --annotate, with gzip outputs (compared
+decompressed), with --keep longest, and with --save-index over two shards then
 --load-index of it over the other two, and compares every output (the
 output shards, clusters, the saved index's files) with `neardup dedup`'s
 over the same shards. Also checks that a failing
@@ -82,6 +83,8 @@ def main():
                 ("shards-clusters", parts, lambda side: ["--output-shards", "3", "--clusters", str(side / "clusters")],
                  [], 3, ["clusters"]),
                 ("shards-annotate", parts, lambda side: ["--output-shards", "2", "--annotate", "dedup"], [], 2, []),
+                # Compressed outputs: one gzip member per part, the same text once decompressed.
+                ("gzip", parts, lambda side: [], [], 1, [], ".gz"),
                 ("keep-longest", parts, lambda side: ["--keep", "longest", "--clusters", str(side / "clusters")],
                  ["--threshold", "0.5"], 1, ["clusters"]),
                 ("save-index", parts[:2], lambda side: ["--save-index", str(side / "index")], [], 1,
@@ -91,19 +94,21 @@ def main():
                  lambda side: ["--load-index", str(d / "save-index" / side.name / "index"), "--clusters",
                                str(side / "clusters"), "--annotate", "dedup"], [], 1, ["clusters"]),
             ]
-            for name, case_inputs, out_flags, settings, shards, more in cases:
+            for name, case_inputs, out_flags, settings, shards, more, *ext in cases:
+                ext = ext[0] if ext else ""
                 run = d / name
                 single, staged = run / "single", run / "staged"
                 single.mkdir(parents=True)
                 staged.mkdir()
-                out_name = "out-{shard}" if shards > 1 else "out"
-                outs = [f"out-{s:05d}" for s in range(shards)] if shards > 1 else ["out"]
+                out_name = ("out-{shard}" if shards > 1 else "out") + ext
+                outs = [f"out-{s:05d}{ext}" for s in range(shards)] if shards > 1 else ["out" + ext]
+                dups = "dups" + ext
                 cmd = [cli, "dedup", "-q", *sum((["-i", str(p)] for p in case_inputs), []),
-                       "-o", str(single / out_name), "-d", str(single / "dups"), *out_flags(single), *settings]
+                       "-o", str(single / out_name), "-d", str(single / dups), *out_flags(single), *settings]
                 subprocess.run(cmd, check=True, timeout=120)
                 driver = [PY, str(ROOT / "scripts/dask_dedup.py"), "--scheduler", addr, "--neardup", cli,
                           "--work", str(run / "work"), *sum((["-i", str(p)] for p in case_inputs), []),
-                          "-o", str(staged / out_name), "-d", str(staged / "dups"),
+                          "-o", str(staged / out_name), "-d", str(staged / dups),
                           "--stats-json", str(run / "stats.json"), "--task-timeout", "60",
                           *out_flags(staged), "--", *settings]
                 p = subprocess.run(driver, timeout=180, check=False)
@@ -112,14 +117,16 @@ def main():
                     failures += 1
                     continue
                 stats = json.loads((run / "stats.json").read_text())
-                differ = [f for f in outs + ["dups"] + more
-                          if not (single / f).exists() or (staged / f).read_bytes() != (single / f).read_bytes()]
+                def text(path):
+                    return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+                differ = [f for f in outs + [dups] + more
+                          if not (single / f).exists() or text(staged / f) != text(single / f)]
                 same = not differ
                 workers = stats["staged"]["workers"]
-                lines = sum(len((staged / f).read_bytes().splitlines()) for f in outs)
+                lines = sum(len(text(staged / f).splitlines()) for f in outs)
                 print(f"{'ok  ' if same else 'FAIL'} {name}: {stats['documents']} documents, {stats['kept']} kept, "
                       f"{lines} output lines in {len(outs)} file(s), byte-identical={same} "
-                      f"({', '.join(outs + ['dups'] + more)}{'; differ: ' + ', '.join(differ) if differ else ''}), "
+                      f"({', '.join(outs + [dups] + more)}{'; differ: ' + ', '.join(differ) if differ else ''}), "
                       f"tasks on {len(workers)} workers")
                 failures += not same
                 used.update(workers)
