@@ -13,6 +13,12 @@
 //   joinT  SelfJoin on T threads: wall time, and its CPU seconds in the sorts
 //          and the group scans, and the merge's wall time
 // Every method also prints cpu_s, the process's CPU seconds over all threads.
+//   seomozB  seomoz/simhash-cpp's Simhash::find_all with B blocks (C(B, k)
+//          permutations, one sort of the whole set each), only in a build
+//          configured with -DNEARDUP_SEOMOZ_DIR=<a checkout you obtained>
+//          (cmake/peers.cmake; docs/BENCHMARKS.md "Self-join by sorting"):
+//          the unordered_set it takes is built outside the timing (set_s),
+//          its hash-value pairs are mapped back to row pairs to compare
 //   floor  the hardware anchors: one read of the fingerprint array, one
 //          copy of it, sort_floor = SelfJoin's counting passes at those rates
 //          (two reads and 1.5 copies each), and the compare kernel (xor +
@@ -30,6 +36,11 @@
 #include "neardup/index/self_join.h"
 #include "peers/peers_common.h"
 #include "util/hash.h"
+#ifdef NEARDUP_SEOMOZ
+#include <unordered_set>
+
+#include "simhash.h"  // seomoz/simhash-cpp, from NEARDUP_SEOMOZ_DIR/include
+#endif
 
 using namespace peers;
 
@@ -91,6 +102,43 @@ Answer RunJoin(const std::vector<uint64_t>& fps, int k, int threads, Timings* t,
   for (const auto& p : out) Account(&a, p.i, p.j);
   return a;
 }
+
+#ifdef NEARDUP_SEOMOZ
+// find_all takes a set of distinct hashes and returns (smaller, larger) hash
+// pairs; each is expanded to the rows holding those values (rows with equal
+// values are pairs at distance 0, which find_all cannot report: a few in
+// peers_common.h data: two copies of one centre can flip the same bits).
+Answer RunSeomoz(const std::vector<uint64_t>& fps, int k, int blocks, Timings* t) {
+  auto t0 = Clock::now();
+  std::unordered_set<Simhash::hash_t> set(fps.begin(), fps.end());
+  (*t)["set"] = Seconds(t0, Clock::now());
+  t0 = Clock::now();
+  const Simhash::matches_t matches = Simhash::find_all(set, blocks, k);
+  (*t)["find_all"] = Seconds(t0, Clock::now());
+  (*t)["total"] = (*t)["find_all"];
+  std::vector<std::pair<uint64_t, uint64_t>> rows(fps.size());  // (value, row), sorted
+  for (size_t i = 0; i < fps.size(); ++i) rows[i] = {fps[i], i};
+  std::sort(rows.begin(), rows.end());
+  auto rows_of = [&](uint64_t v) {
+    return std::equal_range(rows.begin(), rows.end(), std::pair<uint64_t, uint64_t>{v, 0},
+                            [](const auto& x, const auto& y) { return x.first < y.first; });
+  };
+  Answer a;
+  for (const auto& [x, y] : matches) {
+    const auto [xb, xe] = rows_of(x);
+    const auto [yb, ye] = rows_of(y);
+    for (auto p = xb; p != xe; ++p) {
+      for (auto q = yb; q != ye; ++q) Account(&a, std::min(p->second, q->second), std::max(p->second, q->second));
+    }
+  }
+  for (size_t b = 0, e; b < rows.size(); b = e) {  // equal values
+    for (e = b + 1; e < rows.size() && rows[e].first == rows[b].first; ++e) {
+      for (size_t p = b; p < e; ++p) Account(&a, rows[p].second, rows[e].second);
+    }
+  }
+  return a;
+}
+#endif
 
 // All pairs of a 152-entry group (the mean group at 10M with 16-bit keys),
 // repeated until `pairs` comparisons: the scan's compute floor.
@@ -176,6 +224,9 @@ int main(int argc, char** argv) {
       if (name == "old") a = RunOld(fps, k, &t);
       else if (name.rfind("join", 0) == 0) a = RunJoin(fps, k, std::stoi(name.substr(4)), &t, &comparisons);
       else if (name == "floor") RunFloor(fps, k, comparisons, &t);
+#ifdef NEARDUP_SEOMOZ
+      else if (name.rfind("seomoz", 0) == 0) a = RunSeomoz(fps, k, std::stoi(name.substr(6)), &t);
+#endif
       else {
         std::fprintf(stderr, "unknown method %s\n", name.c_str());
         return 2;
@@ -204,6 +255,12 @@ int main(int argc, char** argv) {
   if (med("old") > 0 && med("join2") > 0) std::printf("ratio old_total/join2 = %.1f\n", med("old") / med("join2"));
   if (med("old") > 0 && med("join1") > 0) std::printf("ratio old_total/join1 = %.1f\n", med("old") / med("join1"));
   if (med("join1") > 0 && med("join2") > 0) std::printf("ratio join1/join2 = %.2f\n", med("join1") / med("join2"));
+  for (const auto& [name, phases] : all) {
+    if (name.rfind("seomoz", 0) == 0 && med("join1") > 0 && med("join2") > 0) {
+      std::printf("ratio %s_total/join1 = %.1f\nratio %s_total/join2 = %.1f\n", name.c_str(), med(name) / med("join1"),
+                  name.c_str(), med(name) / med("join2"));
+    }
+  }
   if (all.count("old") && all.count("join2")) {
     std::printf("ratio old_cpu/join2_cpu = %.1f\n", Median(all["old"]["cpu"]) / Median(all["join2"]["cpu"]));
   }

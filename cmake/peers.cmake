@@ -26,3 +26,15 @@ else()
   message(STATUS "peers benchmark disabled: needs libfaiss-dev, libpq-dev, OpenMP, BLAS/LAPACK "
                  "(scripts/install_deps.sh)")
 endif()
+
+# seomoz/simhash-cpp's find_all beside SelfJoin (bench_selfjoin --methods seomoz6,...), only when
+# pointed at a checkout obtained by hand: -DNEARDUP_SEOMOZ_DIR=/path/to/simhash-cpp. Nothing of
+# it is in this tree (docs/BENCHMARKS.md, "Self-join by sorting").
+set(NEARDUP_SEOMOZ_DIR "" CACHE PATH "A seomoz/simhash-cpp checkout for bench_selfjoin's seomoz method")
+if(NEARDUP_SEOMOZ_DIR)
+  set(seomoz_sources ${NEARDUP_SEOMOZ_DIR}/src/simhash.cpp ${NEARDUP_SEOMOZ_DIR}/src/permutation.cpp)
+  set_source_files_properties(${seomoz_sources} PROPERTIES COMPILE_OPTIONS "-w;-O3")
+  target_sources(bench_selfjoin PRIVATE ${seomoz_sources})
+  target_include_directories(bench_selfjoin PRIVATE ${NEARDUP_SEOMOZ_DIR}/include)
+  target_compile_definitions(bench_selfjoin PRIVATE NEARDUP_SEOMOZ)
+endif()

@@ -4,8 +4,9 @@
 # python3-distributed; scripts/install_deps.sh test), each recorded by pid.
 #   scripts/dask_cluster.sh start DIR [WORKERS] [PORT]   prints the scheduler address
 #   scripts/dask_cluster.sh stop DIR                     stops exactly those pids
-# PORT defaults to the first free one of 18800-18899 (worker i listens on
-# PORT+1+i); WORKERS to 2, one thread each. Logs are DIR/*.log.
+# PORT defaults to the first free one of 18800-18899, or of the range
+# NEARDUP_DASK_PORTS=LOW-HIGH (a shared machine's share), worker i listening
+# on PORT+1+i; WORKERS to 2, one thread each. Logs are DIR/*.log.
 set -euo pipefail
 cmd=${1:?usage: $0 start|stop DIR [WORKERS] [PORT]}
 dir=${2:?usage: $0 start|stop DIR [WORKERS] [PORT]}
@@ -27,11 +28,12 @@ stop() {
   rm -f "$dir"/*.pid
 }
 
-free_port() {  # the first port of 18800-18899 with the next WORKERS ports free too
-  "$PY" - "$1" <<'EOF'
+free_port() {  # the first port of the range with the next WORKERS ports free too
+  "$PY" - "$1" "${NEARDUP_DASK_PORTS:-18800-18899}" <<'EOF'
 import socket, sys
 n = int(sys.argv[1])
-for base in range(18800, 18900 - n):
+low, high = map(int, sys.argv[2].split("-"))
+for base in range(low, high + 1 - n):
     try:
         socks = []
         for p in range(base, base + n + 1):
@@ -40,7 +42,7 @@ for base in range(18800, 18900 - n):
         print(base); sys.exit(0)
     except OSError:
         for s in socks: s.close()
-sys.exit("no free port in 18800-18899")
+sys.exit(f"no free port in {low}-{high}")
 EOF
 }
 

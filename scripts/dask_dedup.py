@@ -7,13 +7,18 @@ Runs on an existing Dask distributed cluster, given by its scheduler address
 every worker must see at the same path (a shared file system):
 
   fingerprint  one task per input file  -> WORK/sig/NNNNN.sig
-  decide       one task, after them all -> WORK/dec/NNNNN.dec
-  filter       one task per input file  -> WORK/out/NNNNN[.dups]
+  decide       one task, after them all -> WORK/dec/NNNNN.dec [WORK/clusters]
+                                           [--save-index DIR]
+  filter       one task per input file  -> WORK/out/NNNNN[-SSSSS][.dups][.gz|.zst]
 
 The driver then concatenates the filter outputs in input order into --output
-(and --duplicates): byte for byte what `neardup dedup` writes for the same
-inputs and settings. Arguments after `--` are the run's settings, given to
-every fingerprint task (and so carried to decide): -k, --threshold,
+(each of its --output-shards) and --duplicates, and copies the clusters to
+--clusters: byte for byte what `neardup dedup` writes for the same inputs,
+settings and output flags (--annotate, --output-shards, --clusters,
+--load-index, --save-index, --keep). An output named .gz or .zst is
+compressed by the tasks and concatenated: one gzip member or zstd frame per
+input file, the same text as dedup's once decompressed. Arguments after `--`
+are the run's settings, given to every fingerprint task (and so carried to decide): -k, --threshold,
 --shingle-size, --format, --id-field, --tokenizer, ...
 
 A failed task stops the run; the driver exits with that task's exit code
@@ -51,6 +56,11 @@ def run_task(argv, timeout, *dependencies):
     return {"stage": argv[2], "seconds": time.monotonic() - t0, "stderr": err, "worker": get_worker().address}
 
 
+def compression(name):
+    """The compression neardup gives an output by its name: ".gz", ".zst" or ""."""
+    return next((ext for ext in (".gz", ".zst") if name and name.endswith(ext)), "")
+
+
 def concatenate(parts, target):
     with open(target, "wb") as out:
         for part in parts:
@@ -68,6 +78,16 @@ def main():
     ap.add_argument("-o", "--output", required=True, help="kept records (all, with --annotate)")
     ap.add_argument("-d", "--duplicates", help="duplicate lines, as neardup dedup's --duplicates")
     ap.add_argument("--annotate", metavar="FIELD", help="write every record with its decision in FIELD")
+    ap.add_argument("--output-shards", type=int, default=1, metavar="N",
+                    help="split --output into N files, {shard} in its name replaced by 00000..N-1, as dedup's")
+    ap.add_argument("--clusters", help="groups of size >= 2 as JSONL, as neardup dedup's --clusters")
+    ap.add_argument("--load-index", action="append", default=[], metavar="DIR",
+                    help="also deduplicate against an earlier run's --save-index DIR (repeatable, in order)")
+    ap.add_argument("--save-index", metavar="DIR",
+                    help="save this run's kept documents to DIR (written by the decide task, on the shared "
+                         "file system) for a later run's --load-index")
+    ap.add_argument("--keep", choices=("first", "longest"), default="first",
+                    help="which document of a group is kept, as neardup dedup's --keep")
     ap.add_argument("--threads", type=int, default=1, help="threads of each fingerprint task (default 1)")
     ap.add_argument("--task-timeout", type=float, default=3600, help="seconds one task may take (default 3600)")
     ap.add_argument("--connect-timeout", type=float, default=30, help="seconds to reach the scheduler")
@@ -81,6 +101,9 @@ def main():
     neardup = shutil.which(a.neardup) or a.neardup
     neardup = os.path.abspath(neardup) if os.path.exists(neardup) else neardup
     work = os.path.abspath(a.work)
+    if a.output_shards > 1 and "{shard}" not in a.output:
+        print(f"dask_dedup: --output-shards {a.output_shards} needs \"{{shard}}\" in --output", file=sys.stderr)
+        return 2
     for sub in ("sig", "dec", "out"):
         os.makedirs(os.path.join(work, sub), exist_ok=True)
 
@@ -93,17 +116,30 @@ def main():
     n = len(files)
     sig = [os.path.join(work, "sig", f"{i:05d}.sig") for i in range(n)]
     dec = [os.path.join(work, "dec", f"{i:05d}.dec") for i in range(n)]
+    # A compressed output is written compressed by each task (the parts get its
+    # extension) and concatenated: one gzip member / zstd frame per part.
+    ext = compression(a.output)
     out = [os.path.join(work, "out", f"{i:05d}") for i in range(n)]
-    dups = [o + ".dups" for o in out]
+    dups = [o + ".dups" + compression(a.duplicates) for o in out]
     stats = os.path.join(work, "decide-stats.json")
 
     fingerprint = [[neardup, "stage", "fingerprint", "-q", "-i", files[i], "--shard", str(i), "--shards", str(n),
                     "-o", sig[i], "--threads", str(a.threads), *(["--keep-existing"] if a.resume else []),
                     *settings] for i in range(n)]
-    decide = [neardup, "stage", "decide", "-q", "-s", *sig, "-o", os.path.join(work, "dec"), "--stats-json", stats]
+    clusters = os.path.join(work, "clusters" + compression(a.clusters))
+    decide = [neardup, "stage", "decide", "-q", "-s", *sig, "-o", os.path.join(work, "dec"), "--stats-json", stats,
+              "--keep", a.keep, *sum((["--load-index", os.path.abspath(d)] for d in a.load_index), [])]
+    if a.save_index:
+        decide += ["--save-index", os.path.abspath(a.save_index)]
+    if a.clusters:
+        decide += ["--clusters", clusters]
+    shards = a.output_shards
+    # A file's part of output shard s: WORK/out/NNNNN-SSSSS (NNNNN alone with one shard).
+    parts = [[f"{o}-{s:05d}{ext}" for s in range(shards)] if shards > 1 else [o + ext] for o in out]
     filters = []
     for i in range(n):
-        argv = [neardup, "stage", "filter", "-q", "-i", files[i], "--decisions", dec[i], "-o", out[i]]
+        argv = [neardup, "stage", "filter", "-q", "-i", files[i], "--decisions", dec[i], "-o",
+                out[i] + ("-{shard}" if shards > 1 else "") + ext, "--output-shards", str(shards)]
         if a.duplicates:
             argv += ["-d", dups[i]]
         if a.annotate:
@@ -126,7 +162,10 @@ def main():
                 print(f"dask_dedup: {e.args[0] if e.args else e}", file=sys.stderr)
                 return e.args[1] if len(e.args) > 1 and isinstance(e.args[1], int) else 1
         results = client.gather(fp + [de] + fi)
-    concatenate(out, a.output)
+    for s in range(shards):
+        concatenate([p[s] for p in parts], a.output.replace("{shard}", f"{s:05d}", 1) if shards > 1 else a.output)
+    if a.clusters:
+        concatenate([clusters], a.clusters)
     if a.duplicates:
         concatenate(dups, a.duplicates)
     wall = time.monotonic() - t0

@@ -5,8 +5,12 @@ single-process `neardup dedup` (issue 17, part 3).
 Starts `dask scheduler` and 2 `dask worker` processes on 127.0.0.1 with
 scripts/dask_cluster.sh, splits data/sample/docs.jsonl into 4 shards (one of
 them gzip), runs scripts/dask_dedup.py with default settings, with
---threshold 0.5 --shingle-size 4, and with --annotate, and compares every
-output with `neardup dedup` over the same shards. Also checks that a failing
+--threshold 0.5 --shingle-size 4, with --annotate, with --output-shards 3
+--clusters, with --output-shards 2 --annotate, with gzip outputs (compared
+decompressed), with --keep longest, and with --save-index over two shards then
+--load-index of it over the other two, and compares every output (the
+output shards, clusters, the saved index's files) with `neardup dedup`'s
+over the same shards. Also checks that a failing
 task's exit code reaches the driver, and that --resume keeps the shards.
 Stops the processes by pid.
 Exit 77 (skipped) where python3-distributed is missing.
@@ -69,30 +73,61 @@ def main():
             print(f"cluster at {addr}, {a.workers} workers ({time.monotonic() - t0:.1f} s)")
             failures = 0
             used = set()
-            cases = [("default", [], []), ("threshold-0.5-shingle-4", [], ["--threshold", "0.5", "--shingle-size", "4"]),
-                     ("annotate", ["--annotate", "dedup"], [])]
-            for name, out_flags, settings in cases:
+            # (name, inputs, output flags of each side (its directory), settings, output shards, more outputs)
+            parts = sorted(d.glob("part-*"))
+            cases = [
+                ("default", parts, lambda side: [], [], 1, []),
+                ("threshold-0.5-shingle-4", parts, lambda side: [], ["--threshold", "0.5", "--shingle-size", "4"],
+                 1, []),
+                ("annotate", parts, lambda side: ["--annotate", "dedup"], [], 1, []),
+                ("shards-clusters", parts, lambda side: ["--output-shards", "3", "--clusters", str(side / "clusters")],
+                 [], 3, ["clusters"]),
+                ("shards-annotate", parts, lambda side: ["--output-shards", "2", "--annotate", "dedup"], [], 2, []),
+                # Compressed outputs: one gzip member per part, the same text once decompressed.
+                ("gzip", parts, lambda side: [], [], 1, [], ".gz"),
+                ("keep-longest", parts, lambda side: ["--keep", "longest", "--clusters", str(side / "clusters")],
+                 ["--threshold", "0.5"], 1, ["clusters"]),
+                ("save-index", parts[:2], lambda side: ["--save-index", str(side / "index")], [], 1,
+                 ["index/kept.ndk", "index/manifest.json"]),
+                # Against the index each side saved in the case before: a new crawl checked against an old one.
+                ("load-index", parts[2:],
+                 lambda side: ["--load-index", str(d / "save-index" / side.name / "index"), "--clusters",
+                               str(side / "clusters"), "--annotate", "dedup"], [], 1, ["clusters"]),
+            ]
+            for name, case_inputs, out_flags, settings, shards, more, *ext in cases:
+                ext = ext[0] if ext else ""
                 run = d / name
-                single = run / "single"
+                single, staged = run / "single", run / "staged"
                 single.mkdir(parents=True)
-                cmd = [cli, "dedup", "-q", *sum((["-i", str(p)] for p in inputs), []), "-o", str(single / "out"),
-                       "-d", str(single / "dups"), *out_flags, *settings]
+                staged.mkdir()
+                out_name = ("out-{shard}" if shards > 1 else "out") + ext
+                outs = [f"out-{s:05d}{ext}" for s in range(shards)] if shards > 1 else ["out" + ext]
+                dups = "dups" + ext
+                cmd = [cli, "dedup", "-q", *sum((["-i", str(p)] for p in case_inputs), []),
+                       "-o", str(single / out_name), "-d", str(single / dups), *out_flags(single), *settings]
                 subprocess.run(cmd, check=True, timeout=120)
                 driver = [PY, str(ROOT / "scripts/dask_dedup.py"), "--scheduler", addr, "--neardup", cli,
-                          "--work", str(run / "work"), "-i", str(d / "part-*"), "-o", str(run / "out"),
-                          "-d", str(run / "dups"), "--stats-json", str(run / "stats.json"), "--task-timeout", "60",
-                          *out_flags, "--", *settings]
+                          "--work", str(run / "work"), *sum((["-i", str(p)] for p in case_inputs), []),
+                          "-o", str(staged / out_name), "-d", str(staged / dups),
+                          "--stats-json", str(run / "stats.json"), "--task-timeout", "60",
+                          *out_flags(staged), "--", *settings]
                 p = subprocess.run(driver, timeout=180, check=False)
                 if p.returncode != 0:
                     print(f"FAIL {name}: driver exit {p.returncode}")
                     failures += 1
                     continue
                 stats = json.loads((run / "stats.json").read_text())
-                same = all((run / f).read_bytes() == (single / f).read_bytes() for f in ("out", "dups"))
+                def text(path):
+                    return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+                differ = [f for f in outs + [dups] + more
+                          if not (single / f).exists() or text(staged / f) != text(single / f)]
+                same = not differ
                 workers = stats["staged"]["workers"]
-                lines = len((run / "out").read_bytes().splitlines())
+                lines = sum(len(text(staged / f).splitlines()) for f in outs)
                 print(f"{'ok  ' if same else 'FAIL'} {name}: {stats['documents']} documents, {stats['kept']} kept, "
-                      f"{lines} output lines, byte-identical={same}, tasks on {len(workers)} workers")
+                      f"{lines} output lines in {len(outs)} file(s), byte-identical={same} "
+                      f"({', '.join(outs + [dups] + more)}{'; differ: ' + ', '.join(differ) if differ else ''}), "
+                      f"tasks on {len(workers)} workers")
                 failures += not same
                 used.update(workers)
             # --resume over the first case's work directory: the shards are kept

@@ -108,18 +108,26 @@ class StageTest : public ::testing::Test {
     return 0;
   }
 
+  // `dedup_flags`: dedup's flags that are decide's `decide_flags` in the
+  // staged run; `same_files`: more (dedup's, decide's) outputs to compare.
   void ExpectSameAsDedup(const std::vector<std::string>& inputs, const std::string& settings,
-                         const std::string& output_flags = "", const std::string& decide_flags = "") {
+                         const std::string& output_flags = "", const std::string& decide_flags = "",
+                         const std::string& dedup_flags = "",
+                         const std::vector<std::pair<std::string, std::string>>& same_files = {}) {
     std::string in;
     for (const std::string& p : inputs) in += " -i '" + p + "'";
     ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("single.out") + "' -d '" + Path("single.dups") +
-                  "' --stats-json '" + Path("single.json") + "' " + output_flags + " " + settings),
+                  "' --stats-json '" + Path("single.json") + "' " + output_flags + " " + dedup_flags + " " + settings),
               0)
         << err_;
     ASSERT_EQ(Staged(inputs, "staged", settings, output_flags, decide_flags), 0) << err_;
     EXPECT_FALSE(ReadAll(Path("single.out")).empty());
     EXPECT_EQ(ReadAll(Path("staged.out")), ReadAll(Path("single.out")));
     EXPECT_EQ(ReadAll(Path("staged.dups")), ReadAll(Path("single.dups")));
+    for (const auto& [single, staged] : same_files) {
+      EXPECT_FALSE(ReadAll(single).empty()) << single;
+      EXPECT_EQ(ReadAll(staged), ReadAll(single)) << staged << " differs from " << single;
+    }
     // The same counts in decide's --stats-json as in dedup's.
     const auto single = nlohmann::json::parse(ReadAll(Path("single.json")));
     const auto staged = nlohmann::json::parse(ReadAll(Path("staged.json")));
@@ -237,6 +245,35 @@ TEST_F(StageTest, SameOutputsWithSketchDir) {
 TEST_F(StageTest, SameOutputsAsDedupOtherSettingsAndAnnotate) {
   const auto inputs = SplitSample(4);
   ExpectSameAsDedup(inputs, "--threshold 0.5 --shingle-size 4", "--annotate dd");
+}
+
+// --save-index over an old crawl, then the new crawl with --load-index of it,
+// --clusters and either --keep: decide writes what dedup writes.
+TEST_F(StageTest, SameIndexClustersAndKeepAsDedup) {
+  const auto inputs = SplitSample(4);
+  const std::vector<std::string> old_crawl(inputs.begin(), inputs.begin() + 2);
+  const std::vector<std::string> new_crawl(inputs.begin() + 2, inputs.end());
+  ExpectSameAsDedup(old_crawl, "", "", "--save-index '" + Path("staged-index") + "'",
+                    "--save-index '" + Path("single-index") + "'",
+                    {{Path("single-index/kept.ndk"), Path("staged-index/kept.ndk")},
+                     {Path("single-index/manifest.json"), Path("staged-index/manifest.json")}});
+  for (const std::string keep : {"first", "longest"}) {
+    SCOPED_TRACE(keep);
+    const auto flags = [&](const std::string& side) {
+      return "--load-index '" + Path(side + "-index") + "' --clusters '" + Path(side + ".clusters") + "' --keep " + keep;
+    };
+    ExpectSameAsDedup(new_crawl, "", "--annotate dd", flags("staged"), flags("single"),
+                      {{Path("single.clusters"), Path("staged.clusters")}});
+    // The old crawl's documents count: more duplicates than without them.
+    std::string in;
+    for (const std::string& p : new_crawl) in += " -i '" + p + "'";
+    ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("alone.out") + "' --stats-json '" + Path("alone.json") +
+                  "' --keep " + keep),
+              0)
+        << err_;
+    EXPECT_GT(nlohmann::json::parse(ReadAll(Path("staged.json")))["duplicates"].get<uint64_t>(),
+              nlohmann::json::parse(ReadAll(Path("alone.json")))["duplicates"].get<uint64_t>());
+  }
 }
 
 TEST_F(StageTest, SameOutputsWithBadLinesBlankLinesAndLinesFormat) {

@@ -49,62 +49,6 @@ struct DedupFlags {
   std::string sketch_dir;               // --sketch-dir: sketch records in a file there
 };
 
-// The kept-document file and its description inside a --save-index /
-// --load-index directory.
-std::string KeptFilePath(const std::string& dir) { return (std::filesystem::path(dir) / "kept.ndk").string(); }
-std::string ManifestPath(const std::string& dir) { return (std::filesystem::path(dir) / "manifest.json").string(); }
-
-KeptFileScheme SchemeOf(const Deduplicator& dedup) {
-  return {dedup.scheme_id(), static_cast<uint32_t>(dedup.options().recheck.shingle_size)};
-}
-
-// --output with "{shard}" replaced by the shard's number (5 digits), when
-// there are several.
-std::string ShardPath(const std::string& output, int shard, int shards) {
-  if (shards == 1) return output;
-  char n[16];
-  std::snprintf(n, sizeof n, "%05d", shard);
-  std::string p = output;
-  p.replace(p.find("{shard}"), 7, n);
-  return p;
-}
-
-// Duplicates grouped by the kept document, for --clusters.
-class Clusters {
- public:
-  void Add(uint64_t kept, std::string_view id) {
-    members_.push_back(Member{kept, arena_.size(), id.size()});
-    arena_.append(id);
-  }
-  // One line per kept document with duplicates, in the kept documents' input
-  // order; members in input order.
-  void Write(std::FILE* out, const KeptIds& kept_ids) {
-    std::stable_sort(members_.begin(), members_.end(),
-                     [](const Member& a, const Member& b) { return a.kept < b.kept; });
-    for (size_t i = 0; i < members_.size();) {
-      size_t j = i;
-      while (j < members_.size() && members_[j].kept == members_[i].kept) ++j;
-      const std::string_view kept = kept_ids.Find(members_[i].kept);
-      std::fprintf(out, "{\"kept\": %.*s, \"size\": %zu, \"members\": [", static_cast<int>(kept.size()),
-                   kept.data(), j - i + 1);
-      for (size_t m = i; m < j; ++m) {
-        if (m > i) std::fputs(", ", out);
-        std::fwrite(arena_.data() + members_[m].offset, 1, members_[m].size, out);
-      }
-      std::fputs("]}\n", out);
-      i = j;
-    }
-  }
-
- private:
-  struct Member {
-    uint64_t kept;
-    size_t offset, size;
-  };
-  std::vector<Member> members_;
-  std::string arena_;
-};
-
 struct Counters {
   uint64_t lines = 0;
   uint64_t bad_lines = 0;
@@ -171,11 +115,7 @@ class DedupRun {
   // Adds the kept documents saved in `dir` by an earlier run: later
   // documents are judged against them, and a duplicate of one names its id.
   Status LoadKept(const std::string& dir) {
-    NEARDUP_ASSIGN_OR_RETURN(const uint64_t n, ReadKeptFile(KeptFilePath(dir), SchemeOf(dedup_),
-                                                           [&](uint64_t, std::string_view id, const DocSignature& sig) {
-                                                             kept_ids_.Add(dedup_.next_sequence(), id);
-                                                             return dedup_.AddKept(sig);
-                                                           }));
+    NEARDUP_ASSIGN_OR_RETURN(const uint64_t n, LoadKeptIndex(dir, dedup_, kept_ids_));
     loaded_ += n;
     return Status::OK();
   }
@@ -207,18 +147,7 @@ class DedupRun {
     }
     counters_.read_s += Since(t0);
     t0 = std::chrono::steady_clock::now();
-    std::vector<uint64_t> order(sigs.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint64_t a, uint64_t b) { return sigs[a].num_chars > sigs[b].num_chars; });
-    longest_->decisions.resize(sigs.size());
-    for (uint64_t i : order) {
-      NEARDUP_ASSIGN_OR_RETURN(DedupDecision d, dedup_.ProcessSignature(sigs[i]));
-      // The deduplicator numbers documents in decision order; the outputs
-      // name them by input order.
-      if (d.duplicate && d.duplicate_of >= loaded_) d.duplicate_of = loaded_ + order[d.duplicate_of - loaded_];
-      longest_->decisions[i] = d;
-    }
+    NEARDUP_ASSIGN_OR_RETURN(longest_->decisions, neardup::cli::DecideLongestFirst(dedup_, sigs, loaded_));
     counters_.decide_s += Since(t0);
     return Status::OK();
   }
@@ -252,10 +181,7 @@ class DedupRun {
       NEARDUP_ASSIGN_OR_RETURN(stats_file_, OpenOutput(f_.stats_json));
     }
     if (!f_.save_index.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(f_.save_index, ec);
-      if (ec) return Status::IOError("cannot create --save-index directory " + f_.save_index + ": " + ec.message());
-      NEARDUP_ASSIGN_OR_RETURN(saved_, KeptFileWriter::Create(KeptFilePath(f_.save_index), SchemeOf(dedup_)));
+      NEARDUP_ASSIGN_OR_RETURN(saved_, CreateSavedIndex(f_.save_index, dedup_));
     }
     files_ = inputs.size();
     inputs_ = inputs;
@@ -368,7 +294,9 @@ class DedupRun {
     if (rc != kExitOk) return rc;
     if (bad_rc != kExitOk) return bad_rc;  // no --save-index from a run that failed
     if (saved_) {
-      Status s = save_failed_.ok() ? SaveFinish() : save_failed_;
+      Status s = save_failed_.ok()
+                     ? FinishSavedIndex(std::move(saved_), f_.save_index, dedup_, input_names_, loaded_, f_.load_index)
+                     : save_failed_;
       if (!s.ok()) return Fail(s);
     }
     if (checkpoint_) checkpoint_->Remove(files_done_);  // done: nothing left to resume
@@ -381,36 +309,6 @@ class DedupRun {
       if (std::ferror(o.get())) return true;
     }
     return dups_ && std::ferror(dups_.get());
-  }
-
-  // The kept-document file under its name, then the manifest that
-  // describes it (for people and scripts; loading reads only the file).
-  Status SaveFinish() {
-    const uint64_t documents = saved_->documents();
-    NEARDUP_RETURN_IF_ERROR(saved_->Finish());
-    saved_.reset();
-    const DedupOptions& o = dedup_.options();
-    nlohmann::json m;
-    m["format"] = "neardup kept documents";
-    m["version"] = 1;
-    m["file"] = "kept.ndk";
-    m["documents"] = documents;
-    m["scheme"] = dedup_.fingerprinter().scheme_name();
-    m["scheme_id"] = FingerprintToHex(dedup_.scheme_id());
-    m["shingle_size"] = o.recheck.shingle_size;
-    m["k"] = o.k;
-    m["threshold"] = o.recheck.threshold;
-    m["recheck"] = o.recheck.enabled;
-    m["inputs"] = input_names_;
-    m["loaded_documents"] = loaded_;
-    m["loaded_from"] = f_.load_index;
-    const std::string text = m.dump(2) + "\n";
-    const std::string path = ManifestPath(f_.save_index), tmp = path + ".tmp";
-    NEARDUP_ASSIGN_OR_RETURN(FilePtr file, OpenOutput(tmp));
-    std::fwrite(text.data(), 1, text.size(), file.get());
-    NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(file), tmp));
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + path);
-    return Status::OK();
   }
 
   // An output written as the run goes: created, or when resuming cut back
@@ -662,10 +560,7 @@ int RunDedup(const DedupFlags& f) {
   options.sketch_dir = f.sketch_dir;
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
-  if (f.output_shards > 1 && f.output.find("{shard}") == std::string::npos) {
-    return Fail(Status::InvalidArgument("--output-shards " + std::to_string(f.output_shards) +
-                                        " needs \"{shard}\" in --output (e.g. kept/part-{shard}.jsonl.zst)"));
-  }
+  if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
@@ -680,14 +575,8 @@ int RunDedup(const DedupFlags& f) {
     if (!s.ok()) return Fail(s.status());
     streams.push_back(std::move(s).value());
   }
+  if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   for (const std::string& dir : f.load_index) {
-    std::error_code ec;
-    if (!f.save_index.empty() && std::filesystem::weakly_canonical(dir, ec) ==
-                                     std::filesystem::weakly_canonical(f.save_index, ec)) {
-      return Fail(Status::InvalidArgument("--save-index " + f.save_index +
-                                          " is also a --load-index: it would then hold only this run's kept "
-                                          "documents; save each run to its own directory"));
-    }
     if (Status st = run.LoadKept(dir); !st.ok()) return Fail(st);
   }
   if (f.keep == "longest") {
@@ -742,11 +631,6 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
                   "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")
       ->check(CLI::Range(0.0, 86400.0));
-  cmd->add_option("--keep", f->keep,
-                  "Which document of a group of near-duplicates is kept: first (input order) or longest "
-                  "(decided from the longest text to the shortest, ties in input order; reads the inputs twice "
-                  "and holds every document's signature)")
-      ->check(CLI::IsMember({"first", "longest"}));
   cmd->add_option("--sketch-dir", f->sketch_dir,
                   "Keep the kept documents' re-check sketches in an unnamed temporary file in this directory "
                   "instead of memory (read back only for a check's few candidates): the same output in much "
@@ -757,19 +641,10 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "state in this directory. Run the same command again after an interruption: it continues "
                   "after the last completed input, with the same result as an uninterrupted run. Removed when "
                   "the run succeeds");
-  cmd->add_option("--load-index", f->load_index,
-                  "Also deduplicate against the kept documents an earlier run saved in this directory "
-                  "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "
-                  "names its id. Needs the same fingerprint flags and --shingle-size")
-      ->check(CLI::ExistingDirectory);
-  cmd->add_option("--save-index", f->save_index,
-                  "Save this run's kept documents (ids and signatures, checksummed) to this directory, for a "
-                  "later run's --load-index; written only when the run succeeds");
   cmd->add_option("-d,--duplicates", f->duplicates,
                   "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
                   "\"similarity_exact\"}");
-  cmd->add_option("--clusters", f->clusters,
-                  "Groups of size >= 2 as JSONL: {\"kept\", \"size\", \"members\"}");
+  AddDecisionOutputFlags(cmd, &f->load_index, &f->save_index, &f->clusters, &f->keep);
   cmd->add_option("-k,--max-distance", f->k,
                   "Largest Hamming distance (inclusive) between fingerprints of near-duplicates")
       ->check(CLI::Range(0, kMaxSupportedK));

@@ -286,7 +286,11 @@ struct DecideFlags {
   std::vector<std::string> signatures;
   std::string output_dir;
   std::string stats_json;
-  std::string sketch_dir;  // --sketch-dir: as dedup's
+  std::string sketch_dir;               // --sketch-dir: as dedup's
+  std::vector<std::string> load_index;  // --load-index: as dedup's
+  std::string save_index;               // --save-index: as dedup's
+  std::string clusters;                 // --clusters: as dedup's
+  std::string keep = "first";           // --keep: as dedup's
   bool quiet = false;
 };
 
@@ -350,43 +354,102 @@ struct DecideTotals {
   uint64_t invalid_utf8 = 0;
 };
 
-// Decides one shard's documents, writing its decision file.
-Status DecideShard(const ShardInfo& shard, const std::string& out_path, Deduplicator& dedup, KeptIds& kept_ids,
-                   DecideTotals& totals) {
-  NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(shard.path, StageFileKind::kSignatures));
-  Json header = shard.header;
-  header["stage"] = "decisions";
-  header["first_sequence"] = dedup.next_sequence();
-  NEARDUP_ASSIGN_OR_RETURN(auto writer, StageFileWriter::Create(out_path, StageFileKind::kDecisions, header.dump()));
+// The state of the decision across the shards.
+struct DecideState {
+  explicit DecideState(Deduplicator& d) : dedup(d) {}
+  Deduplicator& dedup;
+  KeptIds kept_ids;
+  DecideTotals totals;
+  uint64_t loaded = 0;     // documents of --load-index, sequence numbers 0..loaded-1
+  uint64_t documents = 0;  // this run's documents decided so far (sequence loaded + documents next)
+  uint64_t kept = 0;       // of them kept
+  std::unique_ptr<KeptFileWriter> saved;      // --save-index
+  std::unique_ptr<Clusters> clusters;         // --clusters
+  std::vector<DedupDecision> longest;         // --keep longest: every decision, in input order
+  bool keep_longest = false;
+};
+
+// Calls each(doc) for every document record of a signature shard, in order;
+// returns its summary.
+template <typename Each>
+Result<Json> ReadSignatureShard(const ShardInfo& shard, StageFileReader& reader, Each&& each) {
   std::string_view record;
-  std::string out;
   StagedDoc doc;
   std::optional<Json> summary;
-  while (reader->Next(&record)) {
+  while (reader.Next(&record)) {
     if (record.empty() || summary) return Status::Corruption(shard.path + ": a record after the summary");
     if (record[0] == static_cast<char>(StageRecordType::kSummary)) {
       auto parsed = ParseSummary(record, shard.path);
-      if (!parsed.ok()) return Malformed(*reader, parsed.status());
+      if (!parsed.ok()) return Malformed(reader, parsed.status());
       summary = std::move(parsed).value();
-      NEARDUP_RETURN_IF_ERROR(writer->Add(record));  // the filter checks the input against it
       continue;
     }
-    if (Status st = DecodeStagedDoc(record, &doc); !st.ok()) return Malformed(*reader, st);
-    const uint64_t sequence = dedup.next_sequence();
-    NEARDUP_ASSIGN_OR_RETURN(DedupDecision d, dedup.ProcessSignature(doc.sig));
+    if (Status st = DecodeStagedDoc(record, &doc); !st.ok()) return Malformed(reader, st);
+    NEARDUP_RETURN_IF_ERROR(each(doc));
+  }
+  NEARDUP_RETURN_IF_ERROR(reader.status());
+  if (!summary) return Status::Corruption(shard.path + ": no summary record");
+  return std::move(*summary);
+}
+
+// --keep longest: every shard's documents, then the decision of them all from
+// the longest text to the shortest (as dedup's). Every id is kept by
+// sequence number: a kept one may come later in the input.
+Status DecideAllLongestFirst(const std::vector<ShardInfo>& shards, DecideState& st) {
+  std::vector<DocSignature> sigs;
+  for (const ShardInfo& shard : shards) {
+    NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(shard.path, StageFileKind::kSignatures));
+    NEARDUP_RETURN_IF_ERROR(ReadSignatureShard(shard, *reader, [&](StagedDoc& doc) {
+                              st.kept_ids.Add(st.loaded + sigs.size(), doc.id);
+                              sigs.push_back(std::move(doc.sig));
+                              return Status::OK();
+                            }).status());
+  }
+  NEARDUP_ASSIGN_OR_RETURN(st.longest, DecideLongestFirst(st.dedup, sigs, st.loaded));
+  st.keep_longest = true;
+  return Status::OK();
+}
+
+// Decides one shard's documents (or takes their --keep longest decisions),
+// writing its decision file. Its header says how many documents and kept
+// documents the shards before it had: where its records fall in the
+// --output-shards round robin.
+Status DecideShard(const ShardInfo& shard, const std::string& out_path, DecideState& st) {
+  NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(shard.path, StageFileKind::kSignatures));
+  Json header = shard.header;
+  header["stage"] = "decisions";
+  header["first_sequence"] = st.loaded + st.documents;
+  header["written_before"] = {{"documents", st.documents}, {"kept", st.kept}};
+  NEARDUP_ASSIGN_OR_RETURN(auto writer, StageFileWriter::Create(out_path, StageFileKind::kDecisions, header.dump()));
+  std::string out;
+  auto summary = ReadSignatureShard(shard, *reader, [&](StagedDoc& doc) -> Status {
+    const uint64_t sequence = st.loaded + st.documents;
+    DedupDecision d;
+    if (st.keep_longest) {
+      if (st.documents >= st.longest.size()) return Status::Corruption(shard.path + ": changed since it was read");
+      d = st.longest[st.documents];
+    } else {
+      NEARDUP_ASSIGN_OR_RETURN(d, st.dedup.ProcessSignature(doc.sig));
+    }
+    ++st.documents;
     StagedDecision s{doc.line_number, d, {}, {}};
     if (d.duplicate) {
+      s.duplicate_of_id = st.kept_ids.Find(d.duplicate_of);
+      if (st.clusters) st.clusters->Add(d.duplicate_of, doc.id);
       s.id = std::move(doc.id);
-      s.duplicate_of_id = kept_ids.Find(d.duplicate_of);
     } else {
-      kept_ids.Add(sequence, doc.id);
+      ++st.kept;
+      if (st.saved) NEARDUP_RETURN_IF_ERROR(st.saved->Add(sequence, doc.id, doc.sig));
+      if (!st.keep_longest) st.kept_ids.Add(sequence, doc.id);
     }
     out.clear();
     EncodeStagedDecision(s, &out);
-    NEARDUP_RETURN_IF_ERROR(writer->Add(out));
-  }
-  NEARDUP_RETURN_IF_ERROR(reader->status());
-  if (!summary) return Status::Corruption(shard.path + ": no summary record");
+    return writer->Add(out);
+  });
+  NEARDUP_RETURN_IF_ERROR(summary.status());
+  // The filter checks the input against the summary.
+  NEARDUP_RETURN_IF_ERROR(writer->Add(static_cast<char>(StageRecordType::kSummary) + summary->dump()));
+  DecideTotals& totals = st.totals;
   try {
     totals.counts.lines += (*summary)["lines"].get<uint64_t>();
     totals.counts.bad_lines += (*summary)["bad_lines"].get<uint64_t>();
@@ -415,11 +478,32 @@ int RunDecide(const DecideFlags& f) {
   std::error_code ec;
   std::filesystem::create_directories(f.output_dir, ec);
   if (ec) return Fail(Status::IOError("cannot create " + f.output_dir + ": " + ec.message()));
-  KeptIds kept_ids;
-  DecideTotals totals;
+  if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
+  DecideState state(dedup);
+  for (const std::string& dir : f.load_index) {
+    auto n = LoadKeptIndex(dir, dedup, state.kept_ids);
+    if (!n.ok()) return Fail(n.status());
+    state.loaded += *n;
+  }
+  if (!f.save_index.empty()) {
+    auto saved = CreateSavedIndex(f.save_index, dedup);
+    if (!saved.ok()) return Fail(saved.status());
+    state.saved = std::move(saved).value();
+  }
+  if (!f.clusters.empty()) state.clusters = std::make_unique<Clusters>();
+  if (f.keep == "longest") {
+    if (Status st = DecideAllLongestFirst(*shards, state); !st.ok()) return Fail(st);
+  }
   for (size_t i = 0; i < shards->size(); ++i) {
-    Status st = DecideShard((*shards)[i], DecisionsPath(f.output_dir, static_cast<int>(i)), dedup, kept_ids, totals);
+    Status st = DecideShard((*shards)[i], DecisionsPath(f.output_dir, static_cast<int>(i)), state);
     if (!st.ok()) return Fail(st);
+  }
+  const DecideTotals& totals = state.totals;
+  if (state.clusters) {
+    auto out = OpenOutput(f.clusters);
+    if (!out.ok()) return Fail(out.status());
+    state.clusters->Write(out->get(), state.kept_ids);
+    if (Status st = FinishOutput(std::move(out).value(), f.clusters); !st.ok()) return Fail(st);
   }
   DedupStats s = dedup.stats();
   s.invalid_utf8 = totals.invalid_utf8;  // counted where the texts were analyzed
@@ -446,6 +530,12 @@ int RunDecide(const DecideFlags& f) {
                                         "): is --format or --text-field right?"),
                 ErrorSource::kBadLines);
   }
+  if (state.saved) {
+    std::vector<std::string> inputs;
+    for (const ShardInfo& shard : *shards) inputs.push_back(shard.header.value("input", std::string()));
+    Status st = FinishSavedIndex(std::move(state.saved), f.save_index, dedup, inputs, state.loaded, f.load_index);
+    if (!st.ok()) return Fail(st);
+  }
   return kExitOk;
 }
 
@@ -457,6 +547,7 @@ struct FilterFlags {
   std::string output;
   std::string duplicates;
   std::string annotate;
+  int output_shards = 1;  // --output-shards: --output holds "{shard}"
   bool quiet = false;
 };
 
@@ -498,8 +589,11 @@ class DecisionStream {
   Status status_;
 };
 
-Status Filter(const FilterFlags& f, InputStream* in, DecisionStream& decisions, std::FILE* out, std::FILE* dups,
-              uint64_t* written) {
+// Writes one file's records: record w of the run (`*written` counts them,
+// from the records of the files before) to outs[w % outs.size()], dedup's
+// round robin.
+Status Filter(const FilterFlags& f, InputStream* in, DecisionStream& decisions, const std::vector<FilePtr>& outs,
+              std::FILE* dups, uint64_t* written) {
   LineReader lines(in);
   LineDigest digest;
   std::string line;
@@ -509,6 +603,7 @@ Status Filter(const FilterFlags& f, InputStream* in, DecisionStream& decisions, 
     if (!more || decisions.current().line_number != lines.line_number()) continue;
     const StagedDecision& s = decisions.current();
     const DedupDecision& d = s.decision;
+    std::FILE* out = outs[*written % outs.size()].get();
     if (!f.annotate.empty()) {
       WriteAnnotated(out, line, f.annotate, d, s.duplicate_of_id);
     } else if (!d.duplicate) {
@@ -545,9 +640,11 @@ int RunFilter(const FilterFlags& f) {
   if (!f.annotate.empty() && h["settings"].value("format", std::string()) != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: the run needs --format jsonl"));
   }
-  for (const std::string* path : {&f.output, &f.duplicates}) {
-    if (Status st = CheckNotInput(f.input, *path); !st.ok()) return Fail(st);
+  if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
+  for (int i = 0; i < f.output_shards; ++i) {
+    if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);
   }
+  if (Status st = CheckNotInput(f.input, f.duplicates); !st.ok()) return Fail(st);
   auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
   if (!in.ok()) return Fail(in.status());
   const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
@@ -557,8 +654,14 @@ int RunFilter(const FilterFlags& f) {
                                         h.value("input", std::string("file")) + " had " +
                                         std::to_string(expected_bytes) + ")"));
   }
-  auto out = OpenOutput(f.output);
-  if (!out.ok()) return Fail(out.status());
+  std::vector<FilePtr> outs;
+  std::vector<std::string> out_paths;
+  for (int i = 0; i < f.output_shards; ++i) {
+    out_paths.push_back(ShardPath(f.output, i, f.output_shards));
+    auto out = OpenOutput(out_paths.back());
+    if (!out.ok()) return Fail(out.status());
+    outs.push_back(std::move(out).value());
+  }
   FilePtr dups;
   if (!f.duplicates.empty()) {
     auto d = OpenOutput(f.duplicates);
@@ -566,15 +669,23 @@ int RunFilter(const FilterFlags& f) {
     dups = std::move(d).value();
   }
   DecisionStream decisions(std::move(reader).value());
-  uint64_t written = 0;
-  Status st = Filter(f, in->get(), decisions, out->get(), dups.get(), &written);
-  Status closed = FinishOutput(std::move(out).value(), f.output);
+  // The run's records before this file's: where they fall in the round robin.
+  const uint64_t before = h.value("written_before", Json::object()).value(f.annotate.empty() ? "kept" : "documents",
+                                                                          uint64_t{0});
+  uint64_t written = before;
+  Status st = Filter(f, in->get(), decisions, outs, dups.get(), &written);
+  written -= before;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    Status closed = FinishOutput(std::move(outs[i]), out_paths[i]);
+    if (st.ok()) st = closed;
+  }
   Status closed_dups = FinishOutput(std::move(dups), f.duplicates);
-  if (st.ok()) st = closed.ok() ? closed_dups : closed;
+  if (st.ok()) st = closed_dups;
   if (!st.ok()) {
     // Outputs of a failed task must not be mistaken for a result.
-    for (const std::string* path : {&f.output, &f.duplicates}) {
-      if (!path->empty() && *path != "-") std::remove(path->c_str());
+    out_paths.push_back(f.duplicates);
+    for (const std::string& path : out_paths) {
+      if (!path.empty() && path != "-") std::remove(path.c_str());
     }
     return Fail(st);
   }
@@ -645,6 +756,7 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
                 "Keep the kept documents' re-check sketches in an unnamed temporary file in this directory "
                 "instead of memory, as dedup's --sketch-dir: the same decisions in much less memory")
       ->check(CLI::ExistingDirectory);
+  AddDecisionOutputFlags(d, &dec->load_index, &dec->save_index, &dec->clusters, &dec->keep);
   d->add_flag("-q,--quiet", dec->quiet, "No summary on stderr");
   d->callback([dec, exit_code] { *exit_code = RunDecide(*dec); });
 
@@ -660,6 +772,11 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
       ->required();
   x->add_option("-d,--duplicates", fil->duplicates, "Duplicate lines, as dedup's --duplicates");
   x->add_option("--annotate", fil->annotate, "Write every record with its decision in this field, as dedup's");
+  x->add_option("--output-shards", fil->output_shards,
+                "Split --output into N files, \"{shard}\" in its name replaced by 00000..N-1, continuing the "
+                "run's round robin from the files before this one (dedup's --output-shards): shard s of the run "
+                "is shard s of every file, concatenated in order")
+      ->check(CLI::Range(1, 100000));
   x->add_flag("-q,--quiet", fil->quiet, "No summary on stderr");
   x->callback([fil, exit_code] { *exit_code = RunFilter(*fil); });
 }

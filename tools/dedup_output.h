@@ -1,20 +1,26 @@
 // What `neardup dedup` writes for each decided document, shared with the
-// staged run's filter stage (tools/cmd_stage.cc), whose outputs must
-// concatenate to exactly the single-process run's: the annotated record,
-// the --duplicates line, and the raw ids of kept documents by sequence
-// number.
+// staged run's decide and filter stages (tools/cmd_stage.cc), whose outputs
+// must concatenate to exactly the single-process run's: the annotated
+// record, the --duplicates line, the raw ids of kept documents by sequence
+// number, the --output-shards names, the --clusters lines, the
+// --load-index / --save-index directories, and the --keep longest order.
 #ifndef NEARDUP_TOOLS_DEDUP_OUTPUT_H_
 #define NEARDUP_TOOLS_DEDUP_OUTPUT_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "commands.h"
 #include "neardup/dedup/dedup.h"
+#include "neardup/dedup/kept_file.h"
 
 namespace neardup::cli {
 
@@ -40,6 +46,182 @@ class KeptIds {
   std::vector<size_t> offsets_;
   std::string arena_;
 };
+
+// --output with "{shard}" replaced by the shard's number (5 digits), when
+// there are several (--output-shards). Records go round robin over the
+// shards in output order: record w (0-based, of the whole run) to shard
+// w % shards.
+inline std::string ShardPath(const std::string& output, int shard, int shards) {
+  if (shards == 1) return output;
+  char n[16];
+  std::snprintf(n, sizeof n, "%05d", shard);
+  std::string p = output;
+  p.replace(p.find("{shard}"), 7, n);
+  return p;
+}
+
+inline Status CheckShardedOutput(const std::string& output, int shards) {
+  if (shards > 1 && output.find("{shard}") == std::string::npos) {
+    return Status::InvalidArgument("--output-shards " + std::to_string(shards) +
+                                   " needs \"{shard}\" in --output (e.g. kept/part-{shard}.jsonl.zst)");
+  }
+  return Status::OK();
+}
+
+// Duplicates grouped by the kept document, for --clusters.
+class Clusters {
+ public:
+  void Add(uint64_t kept, std::string_view id) {
+    members_.push_back(Member{kept, arena_.size(), id.size()});
+    arena_.append(id);
+  }
+  // One line per kept document with duplicates, in the kept documents' input
+  // order; members in input order.
+  void Write(std::FILE* out, const KeptIds& kept_ids) {
+    std::stable_sort(members_.begin(), members_.end(),
+                     [](const Member& a, const Member& b) { return a.kept < b.kept; });
+    for (size_t i = 0; i < members_.size();) {
+      size_t j = i;
+      while (j < members_.size() && members_[j].kept == members_[i].kept) ++j;
+      const std::string_view kept = kept_ids.Find(members_[i].kept);
+      std::fprintf(out, "{\"kept\": %.*s, \"size\": %zu, \"members\": [", static_cast<int>(kept.size()),
+                   kept.data(), j - i + 1);
+      for (size_t m = i; m < j; ++m) {
+        if (m > i) std::fputs(", ", out);
+        std::fwrite(arena_.data() + members_[m].offset, 1, members_[m].size, out);
+      }
+      std::fputs("]}\n", out);
+      i = j;
+    }
+  }
+
+ private:
+  struct Member {
+    uint64_t kept;
+    size_t offset, size;
+  };
+  std::vector<Member> members_;
+  std::string arena_;
+};
+
+// ---- --load-index / --save-index (docs/index-format.md) ----------------------
+
+// The kept-document file and its description inside an index directory.
+inline std::string KeptFilePath(const std::string& dir) { return (std::filesystem::path(dir) / "kept.ndk").string(); }
+inline std::string ManifestPath(const std::string& dir) {
+  return (std::filesystem::path(dir) / "manifest.json").string();
+}
+
+inline KeptFileScheme SchemeOf(const Deduplicator& dedup) {
+  return {dedup.scheme_id(), static_cast<uint32_t>(dedup.options().recheck.shingle_size)};
+}
+
+// A run must not save into a directory it loads.
+inline Status CheckSaveIsNotLoaded(const std::vector<std::string>& load_index, const std::string& save_index) {
+  if (save_index.empty()) return Status::OK();
+  for (const std::string& dir : load_index) {
+    std::error_code ec;
+    if (std::filesystem::weakly_canonical(dir, ec) == std::filesystem::weakly_canonical(save_index, ec)) {
+      return Status::InvalidArgument("--save-index " + save_index +
+                                     " is also a --load-index: it would then hold only this run's kept "
+                                     "documents; save each run to its own directory");
+    }
+  }
+  return Status::OK();
+}
+
+// Adds the kept documents saved in `dir` by an earlier run to `dedup`, their
+// ids to `kept_ids` at the sequence numbers they get: later documents are
+// judged against them, and a duplicate of one names its id. Returns their
+// number.
+inline Result<uint64_t> LoadKeptIndex(const std::string& dir, Deduplicator& dedup, KeptIds& kept_ids) {
+  return ReadKeptFile(KeptFilePath(dir), SchemeOf(dedup), [&](uint64_t, std::string_view id, const DocSignature& sig) {
+    kept_ids.Add(dedup.next_sequence(), id);
+    return dedup.AddKept(sig);
+  });
+}
+
+// Creates `dir` and its kept-document file (under a temporary name until
+// FinishSavedIndex).
+inline Result<std::unique_ptr<KeptFileWriter>> CreateSavedIndex(const std::string& dir, const Deduplicator& dedup) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError("cannot create --save-index directory " + dir + ": " + ec.message());
+  return KeptFileWriter::Create(KeptFilePath(dir), SchemeOf(dedup));
+}
+
+// The kept-document file under its name, then the manifest that describes
+// it (for people and scripts; loading reads only the file).
+inline Status FinishSavedIndex(std::unique_ptr<KeptFileWriter> saved, const std::string& dir,
+                               const Deduplicator& dedup, const std::vector<std::string>& inputs, uint64_t loaded,
+                               const std::vector<std::string>& loaded_from) {
+  const uint64_t documents = saved->documents();
+  NEARDUP_RETURN_IF_ERROR(saved->Finish());
+  const DedupOptions& o = dedup.options();
+  nlohmann::json m;
+  m["format"] = "neardup kept documents";
+  m["version"] = 1;
+  m["file"] = "kept.ndk";
+  m["documents"] = documents;
+  m["scheme"] = dedup.fingerprinter().scheme_name();
+  m["scheme_id"] = FingerprintToHex(dedup.scheme_id());
+  m["shingle_size"] = o.recheck.shingle_size;
+  m["k"] = o.k;
+  m["threshold"] = o.recheck.threshold;
+  m["recheck"] = o.recheck.enabled;
+  m["inputs"] = inputs;
+  m["loaded_documents"] = loaded;
+  m["loaded_from"] = loaded_from;
+  const std::string text = m.dump(2) + "\n";
+  const std::string path = ManifestPath(dir), tmp = path + ".tmp";
+  NEARDUP_ASSIGN_OR_RETURN(FilePtr file, OpenOutput(tmp));
+  std::fwrite(text.data(), 1, text.size(), file.get());
+  NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(file), tmp));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + path);
+  return Status::OK();
+}
+
+// The flags `dedup` and `stage decide` share, in one wording.
+inline void AddDecisionOutputFlags(CLI::App* cmd, std::vector<std::string>* load_index, std::string* save_index,
+                                   std::string* clusters, std::string* keep) {
+  cmd->add_option("--keep", *keep,
+                  "Which document of a group of near-duplicates is kept: first (input order) or longest "
+                  "(decided from the longest text to the shortest, ties in input order; reads the inputs, or "
+                  "the signature shards, twice and holds every document's signature)")
+      ->check(CLI::IsMember({"first", "longest"}));
+  cmd->add_option("--load-index", *load_index,
+                  "Also deduplicate against the kept documents an earlier run saved in this directory "
+                  "(--save-index); repeatable, loaded in the order given, before any input. A duplicate of one "
+                  "names its id. Needs the same fingerprint flags and --shingle-size")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--save-index", *save_index,
+                  "Save this run's kept documents (ids and signatures, checksummed) to this directory, for a "
+                  "later run's --load-index; written only when the run (in a staged run, decide) succeeds");
+  cmd->add_option("--clusters", *clusters, "Groups of size >= 2 as JSONL: {\"kept\", \"size\", \"members\"}");
+}
+
+// ---- --keep longest -------------------------------------------------------------
+
+// Decides the documents of `sigs` (the run's documents in input order, after
+// `loaded` documents of --load-index) from the longest text to the shortest,
+// ties in input order: each is kept unless a kept one matches it. Returns
+// the decisions in input order; duplicate_of names documents by input order
+// (loaded + index), as the outputs do.
+inline Result<std::vector<DedupDecision>> DecideLongestFirst(Deduplicator& dedup, const std::vector<DocSignature>& sigs,
+                                                             uint64_t loaded) {
+  std::vector<uint64_t> order(sigs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint64_t a, uint64_t b) { return sigs[a].num_chars > sigs[b].num_chars; });
+  std::vector<DedupDecision> decisions(sigs.size());
+  for (uint64_t i : order) {
+    NEARDUP_ASSIGN_OR_RETURN(DedupDecision d, dedup.ProcessSignature(sigs[i]));
+    // The deduplicator numbers documents in decision order.
+    if (d.duplicate && d.duplicate_of >= loaded) d.duplicate_of = loaded + order[d.duplicate_of - loaded];
+    decisions[i] = d;
+  }
+  return decisions;
+}
 
 // The line of a JSONL record with `field` added: {"kept": true}, or the
 // duplicate's decision. The record parsed as a JSON object, so its last '}'
