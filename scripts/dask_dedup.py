@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--keep", choices=("first", "longest"), default="first",
                     help="which document of a group is kept, as neardup dedup's --keep")
     ap.add_argument("--threads", type=int, default=1, help="threads of each fingerprint task (default 1)")
+    ap.add_argument("--decide-threads", type=int, default=1,
+                    help="threads of the decide task (stage decide --threads; the same decisions for any number)")
     ap.add_argument("--task-timeout", type=float, default=3600, help="seconds one task may take (default 3600)")
     ap.add_argument("--connect-timeout", type=float, default=30, help="seconds to reach the scheduler")
     ap.add_argument("--resume", action="store_true",
@@ -128,7 +130,7 @@ def main():
                     *settings] for i in range(n)]
     clusters = os.path.join(work, "clusters" + compression(a.clusters))
     decide = [neardup, "stage", "decide", "-q", "-s", *sig, "-o", os.path.join(work, "dec"), "--stats-json", stats,
-              "--keep", a.keep, *sum((["--load-index", os.path.abspath(d)] for d in a.load_index), [])]
+              "--keep", a.keep, "--threads", str(a.decide_threads), *sum((["--load-index", os.path.abspath(d)] for d in a.load_index), [])]
     if a.save_index:
         decide += ["--save-index", os.path.abspath(a.save_index)]
     if a.clusters:

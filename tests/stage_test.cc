@@ -237,6 +237,13 @@ TEST_F(StageTest, SameOutputsAsDedup) {
   ExpectSameAsDedup(inputs, "");
 }
 
+// decide --threads searches each batch on several threads
+// (Deduplicator::DecideBatch): the same decisions as dedup on one thread.
+TEST_F(StageTest, SameOutputsWithDecideThreads) {
+  const auto inputs = SplitSample(3);
+  ExpectSameAsDedup(inputs, "", "", "--threads 3", "--threads 1");
+}
+
 TEST_F(StageTest, SameOutputsWithSketchDir) {
   const auto inputs = SplitSample(2);
   ExpectSameAsDedup(inputs, "", "", "--sketch-dir '" + dir_ + "'");

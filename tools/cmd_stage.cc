@@ -291,6 +291,7 @@ struct DecideFlags {
   std::string save_index;               // --save-index: as dedup's
   std::string clusters;                 // --clusters: as dedup's
   std::string keep = "first";           // --keep: as dedup's
+  int threads = 1;                      // --threads: searches of a batch on this many threads
   bool quiet = false;
 };
 
@@ -367,6 +368,7 @@ struct DecideState {
   std::unique_ptr<Clusters> clusters;         // --clusters
   std::vector<DedupDecision> longest;         // --keep longest: every decision, in input order
   bool keep_longest = false;
+  int threads = 1;
 };
 
 // Calls each(doc) for every document record of a signature shard, in order;
@@ -410,6 +412,27 @@ Status DecideAllLongestFirst(const std::vector<ShardInfo>& shards, DecideState& 
   return Status::OK();
 }
 
+// Writes the next document's decision record and keeps what later ones need
+// (its id when kept, its cluster, the saved index).
+Status WriteDecision(StagedDoc& doc, const DedupDecision& d, DecideState& st, StageFileWriter& writer) {
+  const uint64_t sequence = st.loaded + st.documents;
+  ++st.documents;
+  StagedDecision s{doc.line_number, d, {}, {}};
+  if (d.duplicate) {
+    s.duplicate_of_id = st.kept_ids.Find(d.duplicate_of);
+    if (st.clusters) st.clusters->Add(d.duplicate_of, doc.id);
+    s.id = std::move(doc.id);
+  } else {
+    ++st.kept;
+    if (st.saved) NEARDUP_RETURN_IF_ERROR(st.saved->Add(sequence, doc.id, doc.sig));
+    if (!st.keep_longest) st.kept_ids.Add(sequence, doc.id);
+  }
+  thread_local std::string out;
+  out.clear();
+  EncodeStagedDecision(s, &out);
+  return writer.Add(out);
+}
+
 // Decides one shard's documents (or takes their --keep longest decisions),
 // writing its decision file. Its header says how many documents and kept
 // documents the shards before it had: where its records fall in the
@@ -421,32 +444,33 @@ Status DecideShard(const ShardInfo& shard, const std::string& out_path, DecideSt
   header["first_sequence"] = st.loaded + st.documents;
   header["written_before"] = {{"documents", st.documents}, {"kept", st.kept}};
   NEARDUP_ASSIGN_OR_RETURN(auto writer, StageFileWriter::Create(out_path, StageFileKind::kDecisions, header.dump()));
-  std::string out;
-  auto summary = ReadSignatureShard(shard, *reader, [&](StagedDoc& doc) -> Status {
-    const uint64_t sequence = st.loaded + st.documents;
-    DedupDecision d;
+  // Documents are decided a batch at a time (Deduplicator::DecideBatch, on
+  // --threads), then written in order.
+  constexpr size_t kBatch = 4096;
+  std::vector<StagedDoc> docs;
+  std::vector<DocSignature> sigs;
+  std::vector<DedupDecision> decisions;
+  auto flush = [&]() -> Status {
     if (st.keep_longest) {
-      if (st.documents >= st.longest.size()) return Status::Corruption(shard.path + ": changed since it was read");
-      d = st.longest[st.documents];
+      if (st.documents + docs.size() > st.longest.size()) return Status::Corruption(shard.path + ": changed since it was read");
+      decisions.assign(st.longest.begin() + static_cast<std::ptrdiff_t>(st.documents),
+                       st.longest.begin() + static_cast<std::ptrdiff_t>(st.documents + docs.size()));
     } else {
-      NEARDUP_ASSIGN_OR_RETURN(d, st.dedup.ProcessSignature(doc.sig));
+      sigs.resize(docs.size());
+      for (size_t i = 0; i < docs.size(); ++i) sigs[i] = std::move(docs[i].sig);
+      NEARDUP_RETURN_IF_ERROR(st.dedup.DecideBatch(sigs, &decisions, st.threads));
+      for (size_t i = 0; i < docs.size(); ++i) docs[i].sig = std::move(sigs[i]);
     }
-    ++st.documents;
-    StagedDecision s{doc.line_number, d, {}, {}};
-    if (d.duplicate) {
-      s.duplicate_of_id = st.kept_ids.Find(d.duplicate_of);
-      if (st.clusters) st.clusters->Add(d.duplicate_of, doc.id);
-      s.id = std::move(doc.id);
-    } else {
-      ++st.kept;
-      if (st.saved) NEARDUP_RETURN_IF_ERROR(st.saved->Add(sequence, doc.id, doc.sig));
-      if (!st.keep_longest) st.kept_ids.Add(sequence, doc.id);
-    }
-    out.clear();
-    EncodeStagedDecision(s, &out);
-    return writer->Add(out);
+    for (size_t i = 0; i < docs.size(); ++i) NEARDUP_RETURN_IF_ERROR(WriteDecision(docs[i], decisions[i], st, *writer));
+    docs.clear();
+    return Status::OK();
+  };
+  auto summary = ReadSignatureShard(shard, *reader, [&](StagedDoc& doc) -> Status {
+    docs.push_back(std::move(doc));
+    return docs.size() == kBatch ? flush() : Status::OK();
   });
   NEARDUP_RETURN_IF_ERROR(summary.status());
+  NEARDUP_RETURN_IF_ERROR(flush());
   // The filter checks the input against the summary.
   NEARDUP_RETURN_IF_ERROR(writer->Add(static_cast<char>(StageRecordType::kSummary) + summary->dump()));
   DecideTotals& totals = st.totals;
@@ -480,6 +504,7 @@ int RunDecide(const DecideFlags& f) {
   if (ec) return Fail(Status::IOError("cannot create " + f.output_dir + ": " + ec.message()));
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   DecideState state(dedup);
+  state.threads = ResolveThreads(f.threads);
   for (const std::string& dir : f.load_index) {
     auto n = LoadKeptIndex(dir, dedup, state.kept_ids);
     if (!n.ok()) return Fail(n.status());
@@ -757,6 +782,10 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
                 "instead of memory, as dedup's --sketch-dir: the same decisions in much less memory")
       ->check(CLI::ExistingDirectory);
   AddDecisionOutputFlags(d, &dec->load_index, &dec->save_index, &dec->clusters, &dec->keep);
+  d->add_option("-t,--threads", dec->threads,
+                "Threads searching each batch's documents against the ones kept before it (0 = hardware "
+                "concurrency); the decisions are the same for any number")
+      ->check(CLI::Range(0, 1024));
   d->add_flag("-q,--quiet", dec->quiet, "No summary on stderr");
   d->callback([dec, exit_code] { *exit_code = RunDecide(*dec); });
 

@@ -52,14 +52,15 @@ void Deduplicator::Analyze(std::span<const std::string_view> texts, std::vector<
 
 Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
                                   std::vector<DedupDecision>* out, int threads) {
-  out->assign(texts.size(), DedupDecision{});
   Analyze(texts, &sigs_, threads);
-  if (threads > 1 && texts.size() > 1) return DecideOnThreads(out, threads);
-  // Decisions depend on every earlier one: strictly sequential.
-  for (size_t i = 0; i < texts.size(); ++i) {
-    auto decision = ProcessSignature(sigs_[i]);
-    if (!decision.ok()) return decision.status();
-    (*out)[i] = decision.value();
+  return DecideBatch(sigs_, out, threads);
+}
+
+Status Deduplicator::DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads) {
+  out->assign(sigs.size(), DedupDecision{});
+  if (threads > 1 && sigs.size() > 1) return DecideOnThreads(sigs, out, threads);
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    NEARDUP_ASSIGN_OR_RETURN((*out)[i], ProcessSignature(sigs[i]));
   }
   return Status::OK();
 }
@@ -74,26 +75,27 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
 // is decided in slices of kDecideSlice: on the short corpus the in-order
 // half took 1.43 s of 200,000 documents' decisions in slices of 4,096 and
 // 0.87 s in slices of 512 (docs/BENCHMARKS.md, the batch job's threads).
-Status Deduplicator::DecideOnThreads(std::vector<DedupDecision>* out, int threads) {
+Status Deduplicator::DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out,
+                                     int threads) {
   constexpr size_t kDecideSlice = 512;
-  for (size_t begin = 0; begin < sigs_.size(); begin += kDecideSlice) {
-    const size_t end = std::min(sigs_.size(), begin + kDecideSlice);
-    NEARDUP_RETURN_IF_ERROR(SearchOlder(begin, end, threads));
-    NEARDUP_RETURN_IF_ERROR(DecideInOrder(begin, end, out));
+  for (size_t begin = 0; begin < sigs.size(); begin += kDecideSlice) {
+    const size_t end = std::min(sigs.size(), begin + kDecideSlice);
+    NEARDUP_RETURN_IF_ERROR(SearchOlder(sigs, begin, end, threads));
+    NEARDUP_RETURN_IF_ERROR(DecideInOrder(sigs, begin, end, out));
   }
   return Status::OK();
 }
 
-// older_[i] and probed_[i] for sigs_[begin, end), on all threads.
-Status Deduplicator::SearchOlder(size_t begin, size_t end, int threads) {
+// older_[i] and probed_[i] for sigs[begin, end), on all threads.
+Status Deduplicator::SearchOlder(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads) {
   older_.assign(end - begin, std::nullopt);
   probed_.resize(end - begin);
   std::mutex mu;
   Status failed;
   ParallelFor(end - begin, threads, [&](size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
-      set_->ProbedAnchors(sigs_[begin + i], &probed_[i]);
-      if (Status st = set_->FindDuplicate(sigs_[begin + i], &older_[i]); !st.ok()) {
+      set_->ProbedAnchors(sigs[begin + i], &probed_[i]);
+      if (Status st = set_->FindDuplicate(sigs[begin + i], &older_[i]); !st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         failed = st;
         return;
@@ -103,7 +105,8 @@ Status Deduplicator::SearchOlder(size_t begin, size_t end, int threads) {
   return failed;
 }
 
-Status Deduplicator::DecideInOrder(size_t begin, size_t end, std::vector<DedupDecision>* out) {
+Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end,
+                                   std::vector<DedupDecision>* out) {
   NearDupOptions batch_options = set_->options();
   batch_options.sketch_dir.clear();
   // Its documents bring the anchors set_ indexed for them; stop keys are set_'s.
@@ -111,7 +114,7 @@ Status Deduplicator::DecideInOrder(size_t begin, size_t end, std::vector<DedupDe
   NEARDUP_ASSIGN_OR_RETURN(batch_set_, NearDupSet::Create(batch_options));
   const uint64_t stops = set_->stop_keys_made();
   for (size_t i = begin; i < end; ++i) {
-    const DocSignature& doc = sigs_[i];
+    const DocSignature& doc = sigs[i];
     const auto& probed = probed_[i - begin];
     std::optional<DuplicateMatch> match;
     if (set_->stop_keys_made() != stops &&

@@ -120,6 +120,13 @@ class Deduplicator {
   // (dedup --keep longest).
   void Analyze(std::span<const std::string_view> texts, std::vector<DocSignature>* out, int threads);
 
+  // The decision half of ProcessBatch: decides already-analyzed documents in
+  // order, as ProcessSignature would one by one, searching on up to
+  // `threads` threads; (*out)[i] is sigs[i]'s decision. The same decisions
+  // for any thread count (`sigs` must not alias batch_signatures()' storage
+  // across a ProcessBatch call).
+  Status DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads);
+
   // Decides one already-analyzed document (the sequential half of
   // ProcessBatch), giving it the next sequence number. Lets callers that
   // fingerprint elsewhere, and tests, drive the decision rule directly.
@@ -163,9 +170,9 @@ class Deduplicator {
  private:
   Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set);
   // ProcessBatch's decisions on several threads (dedup.cc).
-  Status DecideOnThreads(std::vector<DedupDecision>* out, int threads);
-  Status SearchOlder(size_t begin, size_t end, int threads);
-  Status DecideInOrder(size_t begin, size_t end, std::vector<DedupDecision>* out);
+  Status DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads);
+  Status SearchOlder(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads);
+  Status DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end, std::vector<DedupDecision>* out);
   // The decision for `doc` given its match: counts it and, when it is kept,
   // inserts it (also into batch_set when given, under the anchors set_
   // indexed it under).
