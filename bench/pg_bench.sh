@@ -19,6 +19,8 @@
 # copied into a second database (`base`) whose namespace that build
 # creates (the documents' table has the same columns in both layouts), and
 # the load phases alternate between the two builds, ROUNDS times (default 2).
+# PROFILE=1: then each build's server time per statement (every statement
+# logged for SECONDS at 1 connection; bench/pg_statement_times.py).
 # PG_DIR=/path keeps the server and its data there (reused by the next run:
 # no preload when the namespace already holds N documents); default a temp
 # directory removed at exit. PG_PORT: the server's port (default: the first
@@ -36,10 +38,10 @@ LOAD=${LOAD_GEN_BIN:-./build/load_gen}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 OUT=${OUT:-bench/results/pg-$(date +%F).txt}
 NS=bench
-PORTS=(18251 18252)
+PORTS=(${SERVE_PORTS:-18251 18252})
 keep=${PG_DIR:+1}
 DIR=${PG_DIR:-$(mktemp -d /tmp/neardup-pgbench.XXXXXX)}
-chmod 755 "$DIR"
+mkdir -p "$DIR" && chmod 755 "$DIR"
 PIDS=()
 log() { echo "$*" | tee -a "$OUT"; }
 cleanup() {
@@ -135,7 +137,7 @@ if [[ -n $BASE ]] && [[ $(stored "$BURI") -lt $(stored) ]]; then
   cols="no, id, ts, fp, ch, hf, b0, b1, b2, b3, anchors, extra"
   psqlq "TRUNCATE nd_${GB}_docs" "$BURI"
   "$PGBIN/psql" "$URI" -Atq -c "\\copy (SELECT $cols FROM nd_${G}_docs) TO STDOUT" |
-    "$PGBIN/psql" "$BURI" -q -c "SET synchronous_commit = off" -c "\\copy nd_${GB}_docs ($cols) FROM STDIN"
+    "$PGBIN/psql" "$BURI" -q -c "SET synchronous_commit = off" -c "\\copy nd_${GB}_docs ($cols) FROM pstdin"
   psqlq "SELECT setval('nd_${GB}_no', (SELECT max(no) FROM nd_${GB}_docs))" "$BURI" >/dev/null
   log "base copy: $(stored "$BURI") documents into $BURI (nd_${GB}_*) in $(printf %.0f "$(echo "$(date +%s.%N) - $t0" | bc)") s"
 fi
@@ -199,10 +201,10 @@ phase() {  # phase <label> <port> <threads> [port threads]...: load_gen on each 
 }
 phases() {  # phases <label> <binary> <uri>: 1 connection, 16 connections, 2 instances x 8
   serve 0 "$2" "$3"
-  phase "$1 1 instance, 1 connection" "${PORTS[0]}" 1
-  phase "$1 1 instance, 16 connections" "${PORTS[0]}" 16
+  phase "${1:+$1 }1 instance, 1 connection" "${PORTS[0]}" 1
+  phase "${1:+$1 }1 instance, 16 connections" "${PORTS[0]}" 16
   serve 1 "$2" "$3"
-  phase "$1 2 instances, 8 connections each" "${PORTS[0]}" 8 "${PORTS[1]}" 8
+  phase "${1:+$1 }2 instances, 8 connections each" "${PORTS[0]}" 8 "${PORTS[1]}" 8
   stop_serves
 }
 rounds=1
@@ -213,6 +215,22 @@ for ((r = 1; r <= rounds; r++)); do
     phases "[round $r, base]" "$BASE" "$BURI"
     prewarm "$G" "$URI"
   fi
-  phases "${BASE:+[round $r, this build] }" "$SERVE" "$URI"
+  phases "${BASE:+[round $r, this build]}" "$SERVE" "$URI"
 done
+# ---- where a check's time goes: every statement logged with its duration, 1 connection ----
+profile() {  # profile <label> <binary> <uri> <database>
+  local since
+  psqlq "ALTER DATABASE $4 SET log_min_duration_statement = 0" >/dev/null
+  since=$(date -u '+%F %T')
+  serve 0 "$2" "$3"
+  "$LOAD" --port "${PORTS[0]}" --ns "$NS" --threads 1 --seconds "$SECS" --dup-rate 0.2 --pregen-mb 5 >"$DIR/profile.json" 2>/dev/null
+  stop_serves
+  psqlq "ALTER DATABASE $4 RESET log_min_duration_statement" >/dev/null
+  log "$1 server time per statement (1 connection, $SECS s: $(cat "$DIR/profile.json")):"
+  bench/pg_statement_times.py "$DIR/pg/log" --since "$since" | tee -a "$OUT"
+}
+if [[ -n ${PROFILE:-} ]]; then
+  [[ -n $BASE ]] && profile "base build:" "$BASE" "$BURI" base
+  profile "this build:" "$SERVE" "$URI" postgres
+fi
 log "stored after: $(stored)${BASE:+ / base $(stored "$BURI")}; load $(cut -d' ' -f1-3 /proc/loadavg)"
