@@ -19,6 +19,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "util/parity_replay.h"
 #include "util/pg_test_server.h"
@@ -296,6 +297,38 @@ TEST_F(PgEngineTest, NamespaceOfTheEarlierLayoutIsRefused) {
   auto c = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧！", std::nullopt}, CheckMode::kCheckAndInsert);
   EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
   EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
+}
+
+// Deleting a document deletes its anchor postings too (one statement): a
+// posting left behind would still count toward its anchor's stop key.
+TEST_F(PgEngineTest, DeleteRemovesTheDocumentsPostings) {
+  auto e = Open(Options());
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("postings");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  const std::vector<std::string> texts = {"今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆。",
+                                          "明天上海会下大雨，出门记得带伞，地铁二号线早高峰可能会延误。",
+                                          "这家餐厅的红烧肉做得特别地道，价格也不贵，周末人很多要排队。"};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto c = e->Check(ns, {"d" + std::to_string(i), texts[i], std::nullopt}, CheckMode::kCheckAndInsert);
+    ASSERT_TRUE(c.ok() && c->stored) << c.status().ToString();
+  }
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  auto postings = [&] {
+    PGresult* g = PQexecParams(admin, "SELECT gen FROM neardup_namespaces WHERE name = $1", 1, nullptr,
+                               std::vector<const char*>{ns.c_str()}.data(), nullptr, nullptr, 0);
+    const std::string table = "nd_" + std::string(PQgetvalue(g, 0, 0)) + "_anchors";
+    PQclear(g);
+    PGresult* r = PQexec(admin, ("SELECT count(*) FROM " + table).c_str());
+    const int n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+  };
+  EXPECT_GE(postings(), 3 * 16);
+  for (size_t i = 0; i < texts.size(); ++i) ASSERT_TRUE(e->DeleteDocument(ns, "d" + std::to_string(i)).ok());
+  EXPECT_EQ(postings(), 0);
+  PQfinish(admin);
 }
 
 TEST_F(PgEngineTest, AcknowledgedDocumentsSurviveAServerCrash) {
