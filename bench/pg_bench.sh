@@ -14,11 +14,17 @@
 # REAL=M preloads only M real documents through the service and fills the
 # rest up to N with synthetic rows in SQL (random fingerprint, content hash
 # and 16 random anchors; the re-check bytes copied from the real rows), for
-# a large N on a small machine: the HTTP preload runs at a few hundred
-# documents per second here. Default: REAL=N (all real).
+# a large N on a small machine. Default: REAL=N (all real).
+# BASE_SERVE=/path/to/an/earlier/neardup-serve: A/B. The same documents are
+# copied into a second database (`base`) whose namespace that build
+# creates (the documents' table has the same columns in both layouts), and
+# the load phases alternate between the two builds, ROUNDS times (default 2).
+# PROFILE=1: then each build's server time per statement (every statement
+# logged for SECONDS at 1 connection; bench/pg_statement_times.py).
 # PG_DIR=/path keeps the server and its data there (reused by the next run:
 # no preload when the namespace already holds N documents); default a temp
-# directory removed at exit. Results: bench/results/pg-<date>.txt.
+# directory removed at exit. PG_PORT: the server's port (default: the first
+# free one of scripts/postgres.sh's range). Results: bench/results/pg-<date>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
@@ -26,14 +32,16 @@ SECS=${2:-15}
 PRELOADERS=${3:-4}
 REAL=${REAL:-$N}
 SERVE=${NEARDUP_SERVE:-./build/neardup-serve}
+BASE=${BASE_SERVE:-}
+ROUNDS=${ROUNDS:-2}
 LOAD=${LOAD_GEN_BIN:-./build/load_gen}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 OUT=${OUT:-bench/results/pg-$(date +%F).txt}
 NS=bench
-PORTS=(18251 18252)
+PORTS=(${SERVE_PORTS:-18251 18252})
 keep=${PG_DIR:+1}
 DIR=${PG_DIR:-$(mktemp -d /tmp/neardup-pgbench.XXXXXX)}
-chmod 755 "$DIR"
+mkdir -p "$DIR" && chmod 755 "$DIR"
 PIDS=()
 log() { echo "$*" | tee -a "$OUT"; }
 cleanup() {
@@ -43,28 +51,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
-URI=$(PG_SHARED_BUFFERS=${PG_SHARED_BUFFERS:-2GB} scripts/postgres.sh start "$DIR/pg")
-psqlq() { "$PGBIN/psql" "$URI" -Atq -c "$1"; }
-serve() {  # serve <i> <uri>: starts instance i, waits until it listens
-  local i=$1 uri=$2
+URI=$(PG_SHARED_BUFFERS=${PG_SHARED_BUFFERS:-2GB} scripts/postgres.sh start "$DIR/pg" ${PG_PORT:-})
+BURI=${URI%/*}/base
+psqlq() { "$PGBIN/psql" "${2:-$URI}" -Atq -c "$1"; }
+serve() {  # serve <i> <binary> <uri>: starts instance i, waits until it listens
+  local i=$1 bin=$2 uri=$3
   : >"$DIR/serve$i.log"
-  nice -n 5 "$SERVE" --store "$uri" --listen "127.0.0.1:${PORTS[$i]}" --auto-create-namespaces true \
+  nice -n 5 "$bin" --store "$uri" --listen "127.0.0.1:${PORTS[$i]}" --auto-create-namespaces true \
     --threads 16 >"$DIR/serve$i.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 100); do grep -q "listening on" "$DIR/serve$i.log" && return 0; sleep 0.1; done
   echo "instance $i did not start" >&2; cat "$DIR/serve$i.log" >&2; exit 1
 }
 stop_serves() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; PIDS=(); }
-gen() { psqlq "SELECT gen FROM neardup_namespaces WHERE name = '$NS'" 2>/dev/null || true; }
-stored() { local g; g=$(gen); [[ -n $g ]] && psqlq "SELECT count(*) FROM nd_${g}_docs" || echo 0; }
+gen() { psqlq "SELECT gen FROM neardup_namespaces WHERE name = '$NS'" "${1:-$URI}" 2>/dev/null || true; }
+stored() { local g; g=$(gen "${1:-$URI}"); [[ -n $g ]] && psqlq "SELECT count(*) FROM nd_${g}_docs" "${1:-$URI}" || echo 0; }
+has_anchor_table() { [[ $(psqlq "SELECT to_regclass('nd_$1_anchors') IS NOT NULL" "${2:-$URI}") == t ]]; }
 
 log "== pg_bench $(date -u +%FT%TZ) N=$N seconds=$SECS $(git rev-parse --short HEAD 2>/dev/null) load $(cut -d' ' -f1-3 /proc/loadavg)"
-log "   PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'), shared_buffers ${PG_SHARED_BUFFERS:-2GB}, $URI"
+log "   PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'), shared_buffers ${PG_SHARED_BUFFERS:-2GB}, $URI${BASE:+; base build $BASE in $BURI}"
 
 # ---- preload (not durable: synchronous_commit off for this instance only) ----
 have=$(stored)
 if ((have < REAL)); then
-  serve 0 "$URI?options=-c%20synchronous_commit%3Doff&pool_size=24"
+  serve 0 "$SERVE" "$URI?options=-c%20synchronous_commit%3Doff&pool_size=24"
   t0=$(date +%s.%N)
   per=$(((REAL - have + PRELOADERS - 1) / PRELOADERS))
   lp=()
@@ -83,6 +93,16 @@ G=$(gen)
 have=$(stored)
 if ((have < N)); then
   t0=$(date +%s.%N)
+  last=$(psqlq "SELECT coalesce(max(no), 0) FROM nd_${G}_docs")
+  postings=""
+  if has_anchor_table "$G"; then  # the anchor rows of the synthetic documents, with their source's n-gram count
+    postings="CREATE TEMP TABLE srcn AS SELECT DISTINCT ON (s.extra) s.extra, p.shingles FROM src s
+  JOIN nd_${G}_docs d ON d.extra = s.extra AND d.id NOT LIKE 'syn-%'
+  JOIN nd_${G}_anchors p ON p.anchor = d.anchors[1] AND p.no = d.no;
+INSERT INTO nd_${G}_anchors (anchor, shingles, ts, no)
+SELECT a, s.shingles, d.ts, d.no FROM nd_${G}_docs d JOIN srcn s ON s.extra = d.extra CROSS JOIN unnest(d.anchors) a
+ WHERE d.no > $last;"
+  fi
   "$PGBIN/psql" "$URI" -q -v ON_ERROR_STOP=1 <<EOF
 SET synchronous_commit = off;
 CREATE TEMP TABLE src AS SELECT row_number() OVER () AS rn, extra FROM nd_${G}_docs WHERE id NOT LIKE 'syn-%';
@@ -95,26 +115,65 @@ SELECT nextval('nd_${G}_no'), 'syn-' || g || '-' || $have, (SELECT max(ts) FROM 
 FROM generate_series(1, $((N - have))) g
 CROSS JOIN LATERAL (SELECT ('x' || substr(md5(g || 'f' || $have), 1, 16))::bit(64)::bigint AS fp) f
 JOIN src s ON s.rn = (g % (SELECT count(*) FROM src)) + 1;
+$postings
 EOF
   log "synthetic fill: $((N - have)) rows in $(printf %.0f "$(echo "$(date +%s.%N) - $t0" | bc)") s (SQL; random fingerprints and anchors, re-check bytes of the real rows)"
 fi
 log "stored: $(stored) documents in namespace $NS (tables nd_${G}_*)"
-psqlq "VACUUM ANALYZE" >/dev/null
 
-# ---- bytes per document ----
-bytes=$(psqlq "SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('nd_${G}_docs') WHERE isleaf")
-heap=$(psqlq "SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree('nd_${G}_docs') WHERE isleaf")
-idx=$(psqlq "SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('nd_${G}_docs') WHERE isleaf")
-n=$(stored)
-log "bytes per document: $((bytes / n)) total (heap $((heap / n)), indexes $((idx / n)), TOAST and the rest $(((bytes - heap - idx) / n))); pg_total_relation_size of nd_${G}_docs's partitions = $bytes"
-for i in $(psqlq "SELECT indexrelid::regclass FROM pg_index i JOIN pg_partition_tree('nd_${G}_docs') t ON t.relid = i.indrelid WHERE t.isleaf LIMIT 8"); do
-  log "   index $i: $(( $(psqlq "SELECT pg_relation_size('$i')") / n )) B per document"
-done
+# ---- the base build's copy: its own namespace (its layout), the same documents ----
+if [[ -n $BASE ]] && [[ $(stored "$BURI") -lt $(stored) ]]; then
+  t0=$(date +%s.%N)
+  psqlq "CREATE DATABASE base" >/dev/null 2>&1 || true
+  serve 0 "$BASE" "$BURI"
+  curl -sf -X PUT "127.0.0.1:${PORTS[0]}/v1/namespaces/$NS" -d '{}' >/dev/null
+  stop_serves
+  GB=$(gen "$BURI")
+  for t in docs dups; do
+    psqlq "SELECT format('CREATE TABLE IF NOT EXISTS %s PARTITION OF nd_${GB}_$t %s', replace(c.relname, 'nd_${G}_', 'nd_${GB}_'),
+             pg_get_expr(c.relpartbound, c.oid)) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'nd_${G}_$t'::regclass" | while read -r ddl; do psqlq "$ddl" "$BURI"; done
+  done
+  cols="no, id, ts, fp, ch, hf, b0, b1, b2, b3, anchors, extra"
+  psqlq "TRUNCATE nd_${GB}_docs" "$BURI"
+  "$PGBIN/psql" "$URI" -Atq -c "\\copy (SELECT $cols FROM nd_${G}_docs) TO STDOUT" |
+    "$PGBIN/psql" "$BURI" -q -c "SET synchronous_commit = off" -c "\\copy nd_${GB}_docs ($cols) FROM pstdin"
+  psqlq "SELECT setval('nd_${GB}_no', (SELECT max(no) FROM nd_${GB}_docs))" "$BURI" >/dev/null
+  log "base copy: $(stored "$BURI") documents into $BURI (nd_${GB}_*) in $(printf %.0f "$(echo "$(date +%s.%N) - $t0" | bc)") s"
+fi
+psqlq "VACUUM ANALYZE" >/dev/null
+[[ -n $BASE ]] && psqlq "VACUUM ANALYZE" "$BURI" >/dev/null
+
+# ---- bytes per document (every leaf of the namespace's docs and anchor tables) ----
+leaves() {  # leaves <gen> <uri>: the namespace's leaf partitions
+  local t="SELECT relid FROM pg_partition_tree('nd_$1_docs') WHERE isleaf"
+  has_anchor_table "$1" "$2" && t="$t UNION ALL SELECT relid FROM pg_partition_tree('nd_$1_anchors') WHERE isleaf"
+  echo "$t"
+}
+sizes() {  # sizes <label> <gen> <uri>
+  local g=$2 u=$3 n bytes heap idx
+  n=$(stored "$u")
+  bytes=$(psqlq "SELECT sum(pg_total_relation_size(relid)) FROM ($(leaves "$g" "$u")) t" "$u")
+  heap=$(psqlq "SELECT sum(pg_relation_size(relid)) FROM ($(leaves "$g" "$u")) t" "$u")
+  idx=$(psqlq "SELECT sum(pg_indexes_size(relid)) FROM ($(leaves "$g" "$u")) t" "$u")
+  log "$1 bytes per document: $((bytes / n)) total (heap $((heap / n)), indexes $((idx / n)), TOAST and the rest $(((bytes - heap - idx) / n))); pg_total_relation_size = $bytes for $n documents"
+  psqlq "SELECT c.relname, sum(pg_relation_size(c.oid)) FROM pg_index i JOIN ($(leaves "$g" "$u")) t ON t.relid = i.indrelid
+         JOIN pg_class c ON c.oid = i.indexrelid GROUP BY 1 ORDER BY 1 LIMIT 12" "$u" | while IFS='|' read -r name b; do
+    log "   index $name: $((b / n)) B per document"
+  done
+  psqlq "SELECT c.relname, pg_relation_size(c.oid) FROM ($(leaves "$g" "$u")) t JOIN pg_class c ON c.oid = t.relid" "$u" |
+    while IFS='|' read -r name b; do log "   heap $name: $((b / n)) B per document"; done
+}
+sizes "this build:" "$G" "$URI"
+[[ -n $BASE ]] && sizes "base build:" "$(gen "$BURI")" "$BURI"
 
 # ---- a warm cache, as a serving database has (the restart above emptied shared_buffers)
-psqlq "CREATE EXTENSION IF NOT EXISTS pg_prewarm" >/dev/null
-psqlq "SELECT sum(pg_prewarm(relid)) FROM pg_partition_tree('nd_${G}_docs') WHERE isleaf" >/dev/null
-psqlq "SELECT sum(pg_prewarm(indexrelid)) FROM pg_index i JOIN pg_partition_tree('nd_${G}_docs') t ON t.relid = i.indrelid WHERE t.isleaf" >/dev/null
+prewarm() {  # prewarm <gen> <uri>
+  psqlq "CREATE EXTENSION IF NOT EXISTS pg_prewarm" "$2" >/dev/null
+  psqlq "SELECT sum(pg_prewarm(relid)) FROM ($(leaves "$1" "$2")) t" "$2" >/dev/null
+  psqlq "SELECT sum(pg_prewarm(indexrelid)) FROM pg_index i JOIN ($(leaves "$1" "$2")) t ON t.relid = i.indrelid" "$2" >/dev/null
+}
+prewarm "$G" "$URI"
 
 # ---- lookup latency in the server (the engine's candidate query, generic plan) ----
 cat >"$DIR/lookup.sql" <<EOF
@@ -140,10 +199,38 @@ phase() {  # phase <label> <port> <threads> [port threads]...: load_gen on each 
   for p in "${pids[@]}"; do wait "$p"; done
   for o in "${outs[@]}"; do log "$label: $(cat "$o")"; done
 }
-serve 0 "$URI"
-phase "1 instance, 1 connection" "${PORTS[0]}" 1
-phase "1 instance, 16 connections" "${PORTS[0]}" 16
-serve 1 "$URI"
-phase "2 instances, 8 connections each" "${PORTS[0]}" 8 "${PORTS[1]}" 8
-stop_serves
-log "stored after: $(stored); load $(cut -d' ' -f1-3 /proc/loadavg)"
+phases() {  # phases <label> <binary> <uri>: 1 connection, 16 connections, 2 instances x 8
+  serve 0 "$2" "$3"
+  phase "${1:+$1 }1 instance, 1 connection" "${PORTS[0]}" 1
+  phase "${1:+$1 }1 instance, 16 connections" "${PORTS[0]}" 16
+  serve 1 "$2" "$3"
+  phase "${1:+$1 }2 instances, 8 connections each" "${PORTS[0]}" 8 "${PORTS[1]}" 8
+  stop_serves
+}
+rounds=1
+[[ -n $BASE ]] && rounds=$ROUNDS
+for ((r = 1; r <= rounds; r++)); do
+  if [[ -n $BASE ]]; then
+    prewarm "$(gen "$BURI")" "$BURI"
+    phases "[round $r, base]" "$BASE" "$BURI"
+    prewarm "$G" "$URI"
+  fi
+  phases "${BASE:+[round $r, this build]}" "$SERVE" "$URI"
+done
+# ---- where a check's time goes: every statement logged with its duration, 1 connection ----
+profile() {  # profile <label> <binary> <uri> <database>
+  local since
+  psqlq "ALTER DATABASE $4 SET log_min_duration_statement = 0" >/dev/null
+  since=$(date -u '+%F %T')
+  serve 0 "$2" "$3"
+  "$LOAD" --port "${PORTS[0]}" --ns "$NS" --threads 1 --seconds "$SECS" --dup-rate 0.2 --pregen-mb 5 >"$DIR/profile.json" 2>/dev/null
+  stop_serves
+  psqlq "ALTER DATABASE $4 RESET log_min_duration_statement" >/dev/null
+  log "$1 server time per statement (1 connection, $SECS s: $(cat "$DIR/profile.json")):"
+  bench/pg_statement_times.py "$DIR/pg/log" --since "$since" | tee -a "$OUT"
+}
+if [[ -n ${PROFILE:-} ]]; then
+  [[ -n $BASE ]] && profile "base build:" "$BASE" "$BURI" base
+  profile "this build:" "$SERVE" "$URI" postgres
+fi
+log "stored after: $(stored)${BASE:+ / base $(stored "$BURI")}; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -13,12 +13,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
+#include "util/parity_replay.h"
 #include "util/pg_test_server.h"
 #include "util/race_trials.h"
 #include "util/redis_test_cluster.h"
@@ -71,6 +74,65 @@ TEST(PgEngineOptions, UriOptionsAreChecked) {
   EXPECT_EQ(OpenPgEngine(o).status().code(), Status::Code::kUnavailable) << "nothing listens on port 1";
   EXPECT_TRUE(IsPgStoreUri("postgres://u@h/db"));
   EXPECT_FALSE(IsPgStoreUri("redis-cluster://h:1"));
+}
+
+// Stream documents that extend a text of the stream by a piece of another
+// natural text: anchor candidates of it (they share its smallest n-gram
+// hashes) at every length ratio, so that the pair rule's size test
+// (ShingleCountsRuleOut) decides many of them. The PostgreSQL store applies
+// that test to the n-gram counts of its anchor rows before reading any
+// sketch; the answers must still be the embedded store's.
+std::vector<testing::ParityDoc> WithExtensions(std::mt19937_64& rng, std::vector<testing::ParityDoc> docs, size_t n) {
+  static const std::vector<std::string> pieces = testing::NaturalTexts("zh-short", 10, 150);
+  const size_t base = docs.size();
+  for (size_t i = 0; i < n && !pieces.empty() && base > 0; ++i) {
+    const std::u32string piece = testing::Utf8ToU32(pieces[rng() % pieces.size()]);
+    const size_t len = 1 + rng() % piece.size();
+    const std::string text = docs[rng() % base].text + testing::U32ToUtf8(piece.substr(0, len));
+    const size_t at = 1 + rng() % docs.size();
+    docs.insert(docs.begin() + static_cast<std::ptrdiff_t>(at), testing::ParityDoc{"x" + std::to_string(i), text});
+  }
+  return docs;
+}
+
+// The same streams through the embedded store and the PostgreSQL store,
+// one document after another: the same answers (stored, duplicate, matched
+// ids, distances, similarities). Default settings; a cap of 2 postings per
+// anchor (stop keys counted from the anchor rows and skipped); a threshold
+// of 0.85 (more candidates ruled out by their n-gram counts).
+TEST_F(PgEngineTest, SequentialVariantsDecidedAsTheEmbeddedStore) {
+  std::filesystem::path dir;
+  auto local = testing::OpenReferenceEngine("pg_parity_", &dir);
+  ASSERT_NE(local, nullptr);
+  auto pg = Open(Options());
+  struct Case {
+    const char* name;
+    int cap;
+    double threshold;
+  };
+  int mismatches = 0, docs = 0;
+  for (const Case& c : {Case{"default", 64, 0.7}, Case{"stop keys", 2, 0.7}, Case{"threshold 0.85", 64, 0.85}}) {
+    NamespaceSettings settings;
+    settings.recheck.anchor_max_postings = c.cap;
+    settings.recheck.threshold = c.threshold;
+    for (int i = 0; i < 4; ++i) {
+      std::mt19937_64 rng(1900 + static_cast<uint64_t>(i));
+      const bool chinese = i % 2 == 0;
+      const auto stream = WithExtensions(rng, testing::SequentialSet(rng, chinese, 24, 12), 24);
+      ASSERT_FALSE(stream.empty()) << "data/natural/dev is missing";
+      const std::string ns = UniqueNs("parity");
+      ASSERT_TRUE(local->PutNamespace(ns, settings, nullptr).ok());
+      ASSERT_TRUE(pg->PutNamespace(ns, settings, nullptr).ok());
+      const testing::ParityResult r = testing::ReplayBoth(local.get(), pg.get(), ns, stream);
+      docs += r.docs;
+      mismatches += r.mismatches;
+      EXPECT_EQ(r.mismatches, 0) << c.name << ", set " << i << ": kept " << r.kept_reference << " embedded / "
+                                 << r.kept_other << " postgresql; first: " << r.first;
+    }
+  }
+  std::printf("pg parity: %d documents, %d answers differ\n", docs, mismatches);
+  local.reset();
+  std::filesystem::remove_all(dir);
 }
 
 // Groups of 2-4 near-duplicates sent at the same moment from one thread
@@ -212,6 +274,61 @@ TEST_F(PgEngineTest, LostConnectionsAreRetried) {
   EXPECT_GT(r.stored, 20);
   for (const std::string& id : r.acknowledged) ASSERT_TRUE(e->GetDocument(ns, id).ok()) << id;
   std::printf("[          ] %d stored, %d answered 503, every acknowledged one readable\n", r.stored, r.unavailable);
+}
+
+// A namespace of the earlier layout (anchor postings in a GIN-indexed int[]
+// of the row; its record has no "layout") is refused, not misread: its
+// postings are not in nd_G_anchors, so its anchors would find nothing.
+TEST_F(PgEngineTest, NamespaceOfTheEarlierLayoutIsRefused) {
+  auto e = Open(Options());
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("layout1");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  ASSERT_TRUE(e->Check(ns, {"a", "今天北京的天气非常好，我们一起去公园散步吧。", std::nullopt}, CheckMode::kCheckAndInsert).ok());
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  const std::string sql = "UPDATE neardup_namespaces SET record = (record::jsonb - 'layout')::text WHERE name = '" + ns + "'";
+  PGresult* r = PQexec(admin, sql.c_str());
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(admin);
+  PQclear(r);
+  PQfinish(admin);
+  auto fresh = Open(Options());  // nothing cached
+  ASSERT_TRUE(fresh);
+  auto c = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧！", std::nullopt}, CheckMode::kCheckAndInsert);
+  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
+  EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
+}
+
+// Deleting a document deletes its anchor postings too (one statement): a
+// posting left behind would still count toward its anchor's stop key.
+TEST_F(PgEngineTest, DeleteRemovesTheDocumentsPostings) {
+  auto e = Open(Options());
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("postings");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  const std::vector<std::string> texts = {"今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆。",
+                                          "明天上海会下大雨，出门记得带伞，地铁二号线早高峰可能会延误。",
+                                          "这家餐厅的红烧肉做得特别地道，价格也不贵，周末人很多要排队。"};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto c = e->Check(ns, {"d" + std::to_string(i), texts[i], std::nullopt}, CheckMode::kCheckAndInsert);
+    ASSERT_TRUE(c.ok() && c->stored) << c.status().ToString();
+  }
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  auto postings = [&] {
+    PGresult* g = PQexecParams(admin, "SELECT gen FROM neardup_namespaces WHERE name = $1", 1, nullptr,
+                               std::vector<const char*>{ns.c_str()}.data(), nullptr, nullptr, 0);
+    const std::string table = "nd_" + std::string(PQgetvalue(g, 0, 0)) + "_anchors";
+    PQclear(g);
+    PGresult* r = PQexec(admin, ("SELECT count(*) FROM " + table).c_str());
+    const int n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+  };
+  EXPECT_GE(postings(), 3 * 16);
+  for (size_t i = 0; i < texts.size(); ++i) ASSERT_TRUE(e->DeleteDocument(ns, "d" + std::to_string(i)).ok());
+  EXPECT_EQ(postings(), 0);
+  PQfinish(admin);
 }
 
 TEST_F(PgEngineTest, AcknowledgedDocumentsSurviveAServerCrash) {

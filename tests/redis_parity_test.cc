@@ -29,6 +29,7 @@
 #include "neardup/store/rocks_store.h"
 #include "neardup/text/fingerprint.h"
 #include "util/redis_test_cluster.h"
+#include "util/parity_replay.h"
 #include "util/variant_texts.h"
 
 namespace neardup {
@@ -47,30 +48,8 @@ std::string UniqueNs(const std::string& base) {
   return base + "-" + std::to_string(getpid()) + "-" + std::to_string(n++);
 }
 
-struct Doc {
-  std::string id, text;
-};
-
-// One sequential set: `variants` edited copies of a natural text (the first
-// unedited) with `negatives` templated texts at random places.
-std::vector<Doc> SequentialSet(std::mt19937_64& rng, bool chinese, size_t variants, size_t negatives) {
-  static const std::vector<std::string> zh = testing::NaturalTexts("zh-short", 30, 150);
-  static const std::vector<std::string> en = testing::NaturalTexts("en-long", 400, 1500);
-  const std::vector<std::string>& pool = chinese ? zh : en;
-  std::vector<Doc> docs;
-  if (pool.empty()) return docs;
-  const std::string base = pool[rng() % pool.size()];
-  for (size_t i = 0; i < variants; ++i) {
-    const int edits = i == 0 ? 0 : 1 + static_cast<int>(rng() % (chinese ? 3 : 6));
-    docs.push_back({"v" + std::to_string(i), testing::EditedVariant(base, rng, edits)});
-  }
-  const std::vector<std::string> neg = testing::TemplatedTexts(rng, negatives, chinese);
-  for (size_t i = 0; i < neg.size(); ++i) {
-    const size_t at = 1 + rng() % docs.size();
-    docs.insert(docs.begin() + static_cast<std::ptrdiff_t>(at), Doc{"t" + std::to_string(i), neg[i]});
-  }
-  return docs;
-}
+using Doc = testing::ParityDoc;
+using testing::SequentialSet;
 
 class RedisParityTest : public SharedRedisClusterTest {
  protected:
@@ -93,56 +72,8 @@ class RedisParityTest : public SharedRedisClusterTest {
     return r.ok() ? std::move(r).value() : nullptr;
   }
 
-  // Differences between two answers to the same document ("" if none).
-  static std::string Diff(const CheckOutcome& l, const CheckOutcome& r) {
-    std::string d;
-    if (l.stored != r.stored) d += " stored " + std::to_string(l.stored) + "/" + std::to_string(r.stored);
-    if (l.duplicate != r.duplicate) d += " duplicate " + std::to_string(l.duplicate) + "/" + std::to_string(r.duplicate);
-    if (l.matches.size() != r.matches.size()) {
-      d += " matches " + std::to_string(l.matches.size()) + "/" + std::to_string(r.matches.size());
-      return d;
-    }
-    for (size_t i = 0; i < l.matches.size(); ++i) {
-      const MatchedDocument &a = l.matches[i], &b = r.matches[i];
-      if (a.id != b.id || a.distance != b.distance || a.exact != b.exact || a.similarity != b.similarity ||
-          a.similarity_exact != b.similarity_exact) {
-        auto show = [](const MatchedDocument& m) {
-          char buf[160];
-          std::snprintf(buf, sizeof buf, "%s@%.17g d%d%s%s", m.id.c_str(), m.similarity, m.distance,
-                        m.exact ? " exact" : "", m.similarity_exact ? " sim_exact" : "");
-          return std::string(buf);
-        };
-        d += " match " + std::to_string(i) + " " + show(a) + " / " + show(b);
-      }
-    }
-    return d;
-  }
-
-  struct SetResult {
-    int docs = 0, mismatches = 0, kept_local = 0, kept_redis = 0;
-    std::string first;
-  };
-
-  SetResult Replay(Engine* redis, const std::string& ns, const std::vector<Doc>& docs) {
-    SetResult s;
-    for (const Doc& d : docs) {
-      auto l = local_->Check(ns, {d.id, d.text, std::nullopt}, CheckMode::kCheckAndInsert);
-      auto r = redis->Check(ns, {d.id, d.text, std::nullopt}, CheckMode::kCheckAndInsert);
-      ++s.docs;
-      if (!l.ok() || !r.ok()) {
-        ++s.mismatches;
-        if (s.first.empty()) s.first = d.id + ": " + l.status().ToString() + " / " + r.status().ToString();
-        continue;
-      }
-      s.kept_local += l->stored;
-      s.kept_redis += r->stored;
-      const std::string diff = Diff(*l, *r);
-      if (!diff.empty()) {
-        ++s.mismatches;
-        if (s.first.empty()) s.first = d.id + ":" + diff;
-      }
-    }
-    return s;
+  testing::ParityResult Replay(Engine* redis, const std::string& ns, const std::vector<Doc>& docs) {
+    return testing::ReplayBoth(local_.get(), redis, ns, docs);
   }
 
   fs::path dir_;
@@ -165,15 +96,15 @@ TEST_F(RedisParityTest, SequentialVariantsDecidedAsTheEmbeddedStore) {
     const std::vector<Doc> stream = SequentialSet(rng, chinese, static_cast<size_t>(variants), 8);
     ASSERT_FALSE(stream.empty()) << "data/natural/dev is missing";
     const std::string ns = UniqueNs(chinese ? "par-zh" : "par-en");
-    const SetResult s = Replay(redis.get(), ns, stream);
+    const testing::ParityResult s = Replay(redis.get(), ns, stream);
     docs += s.docs;
     mismatches += s.mismatches;
-    kept[chinese].first += s.kept_local;
-    kept[chinese].second += s.kept_redis;
+    kept[chinese].first += s.kept_reference;
+    kept[chinese].second += s.kept_other;
     if (s.mismatches > 0) {
       ++bad_sets;
       ADD_FAILURE() << "set " << i << (chinese ? " (zh)" : " (en)") << ": " << s.mismatches << " answers differ, kept "
-                    << s.kept_local << " local / " << s.kept_redis << " cluster; first: " << s.first;
+                    << s.kept_reference << " local / " << s.kept_other << " cluster; first: " << s.first;
     }
   }
   std::printf("parity: %d sets, %d documents, %d sets differ, %d answers differ; kept zh %d/%d en %d/%d (local/cluster)\n",
@@ -202,9 +133,9 @@ TEST_F(RedisParityTest, StopKeysCountKeptDocumentsOnly) {
     const std::string ns = UniqueNs("stop");
     ASSERT_TRUE(local_->PutNamespace(ns, settings, nullptr).ok());
     ASSERT_TRUE(redis->PutNamespace(ns, settings, nullptr).ok());
-    const SetResult s = Replay(redis.get(), ns, stream);
+    const testing::ParityResult s = Replay(redis.get(), ns, stream);
     mismatches += s.mismatches;
-    EXPECT_EQ(s.mismatches, 0) << "set " << i << ": kept " << s.kept_local << " local / " << s.kept_redis
+    EXPECT_EQ(s.mismatches, 0) << "set " << i << ": kept " << s.kept_reference << " local / " << s.kept_other
                                << " cluster; first: " << s.first;
   }
   EXPECT_EQ(mismatches, 0);

@@ -227,8 +227,7 @@ struct RecordFilter {
   // the threshold.
   bool Rejects(uint32_t kept, bool kept_complete, uint64_t kept_counts) const {
     if (!on || kept == 0) return false;
-    const double smaller = std::min(shingles, kept), larger = std::max(shingles, kept);
-    if (smaller < threshold * larger) return true;  // DecidePair's first test, exactly
+    if (ShingleCountsRuleOut(threshold, shingles, kept)) return true;  // DecidePair's first test, exactly
     if (!complete || !kept_complete) return false;
     uint32_t bound = 0;
     for (int b = 0; b < 16; ++b) {

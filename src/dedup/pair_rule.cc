@@ -24,7 +24,7 @@ PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const 
   d.exact = a.num_shingles <= kSketchSize && b.num_shingles <= kSketchSize;
   const uint32_t smaller = std::min(a.num_shingles, b.num_shingles);
   const uint32_t larger = std::max(a.num_shingles, b.num_shingles);
-  if (static_cast<double>(smaller) < r.threshold * static_cast<double>(larger)) {
+  if (ShingleCountsRuleOut(r.threshold, a.num_shingles, b.num_shingles)) {
     // |A∩B| <= |A| and |A∪B| >= |B|: the similarity is at most |A| / |B|,
     // below the threshold, whatever the sketches would estimate. The score
     // is that bound (no intersection computed).

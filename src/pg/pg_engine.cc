@@ -30,6 +30,10 @@ namespace {
 
 
 constexpr int64_t kNoRetentionWindowMs = 7LL * 24 * 3600 * 1000;
+// The table layout a namespace was created with (its record's "layout").
+// 2: anchor postings in their own B-tree table nd_G_anchors. Namespaces of
+// layout 1 (an int[] with a GIN index, before 2026-11-24) are refused.
+constexpr int kLayout = 2;
 
 // The shared tables and functions (docs/postgresql.md). Created once per
 // database, under an advisory lock so that instances starting together do
@@ -106,7 +110,8 @@ struct NsInfo {
 };
 
 std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, int64_t window_ms, int design_k) {
-  return EncodeNamespaceRecord(s, fp, nlohmann::json{{"window_ms", window_ms}, {"design_k", design_k}}.dump());
+  return EncodeNamespaceRecord(
+      s, fp, nlohmann::json{{"window_ms", window_ms}, {"design_k", design_k}, {"layout", kLayout}}.dump());
 }
 
 Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::string& raw, int64_t gen,
@@ -125,6 +130,11 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
   info->design_k = j.value("design_k", 0);
   if (info->window_ms <= 0 || info->design_k < 1 || info->design_k > 15) {
     return Status::Corruption("namespace \"" + name + "\": unreadable record in postgresql");
+  }
+  if (j.value("layout", 1) != kLayout) {
+    return Status::FailedPrecondition("namespace \"" + name +
+                                      "\" was created by an earlier build (anchors in a GIN index); recreate it "
+                                      "(docs/postgresql.md)");
   }
   return info;
 }
@@ -169,16 +179,31 @@ struct CheckRun : CheckBasis {
   std::vector<uint32_t> filed;     // stored: filed under these
 };
 
+// A kept document filed under an anchor, and its sketch's n-gram count.
+struct Posting {
+  int64_t no = 0;
+  uint32_t shingles = 0;
+};
+
 // The embedded store's anchor choice (NearDupSet): probe the first
 // `anchors` anchors that are not stop keys (more than anchor_max_postings
 // kept documents filed), file under the first max(anchors, 16) of them.
 // `postings[a]` = the documents filed under anchors[a] (at most cap + 1 read).
-void ChooseAnchors(CheckRun& run, const std::vector<std::vector<int64_t>>& postings) {
+// A probed candidate whose n-gram count fails the pair rule's size test is
+// not read: DecidePair would reject it (pair_rule.h, ShingleCountsRuleOut).
+void ChooseAnchors(CheckRun& run, const std::vector<std::vector<Posting>>& postings) {
   const auto cap = static_cast<size_t>(run.policy.recheck.anchor_max_postings);
   std::vector<size_t> probe, filed;
   (void)ChooseAnchors(run.policy.recheck, run.anchors.size(), [&](size_t a) { return postings[a].size() > cap ? 1 : 0; },
                       &probe, &filed);
-  for (size_t a : probe) run.probed.insert(run.probed.end(), postings[a].begin(), postings[a].end());
+  const uint32_t mine = run.sig.sketch.num_shingles;
+  const bool by_size = run.policy.recheck.enabled && mine != 0;
+  for (size_t a : probe) {
+    for (const Posting& p : postings[a]) {
+      if (by_size && p.shingles != 0 && ShingleCountsRuleOut(run.policy.recheck.threshold, mine, p.shingles)) continue;
+      run.probed.push_back(p.no);
+    }
+  }
   for (size_t a : filed) run.filed.push_back(run.anchors[a]);
   std::sort(run.probed.begin(), run.probed.end());
   run.probed.erase(std::unique(run.probed.begin(), run.probed.end()), run.probed.end());
@@ -294,7 +319,8 @@ class PgEngine final : public SharedStoreEngine {
         return Status::NotFound("namespace \"" + name + "\" does not exist");
       }
       const std::string g = std::to_string(r->i64(0, 0));
-      auto d = c.ExecMulti("DROP TABLE IF EXISTS nd_" + g + "_docs, nd_" + g + "_dups; DROP SEQUENCE IF EXISTS nd_" +
+      auto d = c.ExecMulti("DROP TABLE IF EXISTS nd_" + g + "_docs, nd_" + g + "_dups, nd_" + g +
+                           "_anchors; DROP SEQUENCE IF EXISTS nd_" +
                            g + "_no; DELETE FROM neardup_counters WHERE gen = " + g + "; COMMIT");
       Forget(name);
       return d.status();
@@ -356,7 +382,12 @@ class PgEngine final : public SharedStoreEngine {
         Forget(ns);
         return Status::Unavailable("namespace changed");
       }
-      auto r = c.Exec("DELETE FROM " + n.Table("docs") + " WHERE id = $1 AND ts >= $2 RETURNING no",
+      // Its postings go in the same statement (found by the anchors its row lists).
+      auto r = c.Exec("WITH d AS (DELETE FROM " + n.Table("docs") +
+                          " WHERE id = $1 AND ts >= $2 RETURNING no, ts, anchors), a AS (DELETE FROM " +
+                          n.Table("anchors") +
+                          " p USING d WHERE p.anchor = ANY(d.anchors) AND p.ts = d.ts AND p.no = d.no) "
+                          "SELECT no FROM d",
                       {id, std::to_string(n.Cutoff(options_.clock_ms()))});
       if (!r.ok()) return StaleOr(ns, c, r.status());
       if (r->size() == 0) {
@@ -510,8 +541,13 @@ class PgEngine final : public SharedStoreEngine {
     for (int t = 0; t < n.blocks(); ++t) ddl.append("b").append(std::to_string(t)).append(" int, ");
     ddl += "anchors int[], extra bytea) PARTITION BY RANGE (ts); ";
     for (int t = 0; t < n.blocks(); ++t) ddl += "CREATE INDEX ON " + docs + " (b" + std::to_string(t) + "); ";
-    ddl += "CREATE INDEX ON " + docs + " (ch); CREATE INDEX ON " + docs + " (id); CREATE INDEX ON " + docs +
-           " (no); CREATE INDEX ON " + docs + " USING gin (anchors) WITH (fastupdate = off); ";
+    ddl += "CREATE INDEX ON " + docs + " (ch); CREATE INDEX ON " + docs + " (id); CREATE INDEX ON " + docs + " (no); ";
+    // One row per (anchor, kept document): a stop key's count and the
+    // candidates' n-gram counts come from an index-only scan.
+    ddl += "CREATE TABLE " + n.Table("anchors") +
+           " (anchor int NOT NULL, shingles int NOT NULL, ts bigint NOT NULL, no bigint NOT NULL) "
+           "PARTITION BY RANGE (ts); CREATE INDEX ON " +
+           n.Table("anchors") + " (anchor, ts) INCLUDE (no, shingles); ";
     ddl += "CREATE TABLE " + dups + " (id text NOT NULL, ts bigint NOT NULL, kept_no bigint NOT NULL, " +
            "distance int NOT NULL, similarity real NOT NULL) PARTITION BY RANGE (ts); CREATE INDEX ON " + dups +
            " (kept_no); CREATE SEQUENCE " + n.Table("no") + ";";
@@ -547,7 +583,7 @@ class PgEngine final : public SharedStoreEngine {
     }
     const std::string lo = std::to_string(w * n.window_ms), hi = std::to_string((w + 1) * n.window_ms);
     std::string sql = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) + ");";
-    for (const char* t : {"docs", "dups"}) {
+    for (const char* t : {"docs", "dups", "anchors"}) {
       sql += "CREATE TABLE IF NOT EXISTS " + n.Partition(t, w) + " PARTITION OF " + n.Table(t) + " FOR VALUES FROM (" +
              lo + ") TO (" + hi + ");";
     }
@@ -584,7 +620,8 @@ class PgEngine final : public SharedStoreEngine {
       if ((w + 1) * n.window_ms > cutoff) continue;
       auto dropped = c.ExecMulti("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) +
                                  "); " + CounterSqlExpired(n, n.Partition("docs", w)) + "; DROP TABLE IF EXISTS " +
-                                 n.Partition("docs", w) + ", " + n.Partition("dups", w) + "; COMMIT");
+                                 n.Partition("docs", w) + ", " + n.Partition("dups", w) + ", " +
+                                 n.Partition("anchors", w) + "; COMMIT");
       if (!dropped.ok()) continue;  // a peer dropped it, or a lock wait: next time
       std::lock_guard lk(part_mu_);
       parts_.erase(std::to_string(n.gen) + ":" + std::to_string(w));
@@ -663,9 +700,9 @@ class PgEngine final : public SharedStoreEngine {
     if (!run.anchors.empty()) {
       std::vector<int32_t> a32;
       for (uint32_t a : run.anchors) a32.push_back(static_cast<int32_t>(a));
-      first.push_back({"SELECT u.ord, x.no FROM unnest($1::int[]) WITH ORDINALITY u(anchor, ord) "
-                       "CROSS JOIN LATERAL (SELECT d.no FROM " + n.Table("docs") +
-                           " d WHERE d.anchors @> ARRAY[u.anchor] AND d.ts >= $2 LIMIT $3) x",
+      first.push_back({"SELECT u.ord, x.no, x.shingles FROM unnest($1::int[]) WITH ORDINALITY u(anchor, ord) "
+                       "CROSS JOIN LATERAL (SELECT p.no, p.shingles FROM " + n.Table("anchors") +
+                           " p WHERE p.anchor = u.anchor AND p.ts >= $2 LIMIT $3) x",
                        {PgArray(a32), cut, std::to_string(run.policy.recheck.anchor_max_postings + 1)}});
     }
     if (!first.empty()) {
@@ -683,10 +720,11 @@ class PgEngine final : public SharedStoreEngine {
       }
       if (!run.anchors.empty()) {
         const PgRows& rows = r->back();
-        std::vector<std::vector<int64_t>> postings(run.anchors.size());
+        std::vector<std::vector<Posting>> postings(run.anchors.size());
         for (int i = 0; i < rows.size(); ++i) {
           const int64_t ord = rows.i64(i, 0);
-          if (ord >= 1 && ord <= static_cast<int64_t>(postings.size())) postings[ord - 1].push_back(rows.i64(i, 1));
+          if (ord < 1 || ord > static_cast<int64_t>(postings.size())) continue;
+          postings[ord - 1].push_back({rows.i64(i, 1), static_cast<uint32_t>(rows.i64(i, 2))});
         }
         ChooseAnchors(run, postings);
       }
@@ -800,6 +838,13 @@ class PgEngine final : public SharedStoreEngine {
                                                : std::nullopt);
     }
     st.sql = sql + ") VALUES (" + values + ")";
+    if (run.sketched && !run.filed.empty()) {
+      // Its postings in the same statement: one row per anchor it is filed under.
+      st.params.push_back(std::to_string(static_cast<int32_t>(run.sig.sketch.num_shingles)));
+      st.sql = "WITH d AS (" + st.sql + " RETURNING no, ts, anchors) INSERT INTO " + n.Table("anchors") +
+               " (anchor, shingles, ts, no) SELECT a, $" + std::to_string(st.params.size()) +
+               "::int, d.ts, d.no FROM d, unnest(d.anchors) a";
+    }
     return st;
   }
 

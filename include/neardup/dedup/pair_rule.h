@@ -129,6 +129,17 @@ struct PairDecision {
   bool exact = false;      // ... and both sketches held their whole sets
 };
 
+// The pair rule's first test: two sketched texts with `a` and `b` distinct
+// n-grams cannot reach `threshold`, since |A∩B| <= min and |A∪B| >= max
+// make the similarity at most min / max. DecidePair rejects such a pair
+// without reading the sketches; a store that keeps the counts beside its
+// candidates rejects them with this before reading their sketches, and so
+// decides exactly as DecidePair would.
+inline bool ShingleCountsRuleOut(double threshold, uint32_t a, uint32_t b) {
+  const uint32_t smaller = a < b ? a : b, larger = a < b ? b : a;
+  return static_cast<double>(smaller) < threshold * static_cast<double>(larger);
+}
+
 // The pair rule (step 3 above) for two candidates `distance` bits apart,
 // whatever found them (fingerprint radius, anchor, or a store's bucket).
 // NearDupSet and the Redis Cluster store both decide through it, so the rule

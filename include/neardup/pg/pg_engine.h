@@ -19,6 +19,9 @@
 //  * Each namespace's table layout (k+1 fingerprint blocks) is fixed when
 //    the namespace is created, for max(k, recheck.short_k, 3); raising k or
 //    recheck.short_k past it is kFailedPrecondition (as the cluster store).
+//  * A namespace created by a build before the anchor table (its record has
+//    no "layout": 2) is kFailedPrecondition for every call that reads its
+//    record: delete and recreate it.
 //  * Retention drops whole time partitions (window = retention / 4, at
 //    least 60 s, fixed at creation; 7 days without retention); a document
 //    past retention never matches before its partition is dropped.
