@@ -123,8 +123,8 @@ class Deduplicator {
   // The decision half of ProcessBatch: decides already-analyzed documents in
   // order, as ProcessSignature would one by one, searching on up to
   // `threads` threads; (*out)[i] is sigs[i]'s decision. The same decisions
-  // for any thread count (`sigs` must not alias batch_signatures()' storage
-  // across a ProcessBatch call).
+  // for any thread count. Errors as ProcessSignature's; documents before the
+  // failing one stay decided.
   Status DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads);
 
   // Decides one already-analyzed document (the sequential half of
