@@ -31,8 +31,11 @@
 //     distance only (on the short corpus the share found fell from 18.7 %
 //     to 8.0 % within 2M documents; docs/BENCHMARKS.md). A pair of
 //     neighbours in a text's hash order is held only by texts with both
-//     n-grams and none between them, so it stays selective at any scale,
-//     and near-duplicates still share many: a pair of one text is a pair of
+//     n-grams and none between them: a universe of U n-grams in texts of
+//     m gives about U * U / m such keys against U values, so they stay
+//     selective about U / m times longer (they too saturate in the end: a
+//     universe of U fixed n-grams admits no key that never does), and
+//     near-duplicates still share many: a pair of one text is a pair of
 //     the other with probability about J * 2J / (1 + J) (0.58 at J = 0.7).
 //     The values keep small corpora and low thresholds as well served as
 //     before; once they are stop keys, the pairs are probed instead.
