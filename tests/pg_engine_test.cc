@@ -276,27 +276,34 @@ TEST_F(PgEngineTest, LostConnectionsAreRetried) {
   std::printf("[          ] %d stored, %d answered 503, every acknowledged one readable\n", r.stored, r.unavailable);
 }
 
+// A namespace whose record lost `key` (as a record written before that key
+// existed) is refused with kFailedPrecondition naming `why`.
+void ExpectRefusedWithout(const LocalPostgres& server, Engine* e, const std::string& ns, const std::string& key,
+                          const std::string& why, Engine* fresh) {
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  ASSERT_TRUE(e->Check(ns, {"a", "今天北京的天气非常好，我们一起去公园散步吧。", std::nullopt}, CheckMode::kCheckAndInsert).ok());
+  PGconn* admin = PQconnectdb(server.uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  const std::string sql =
+      "UPDATE neardup_namespaces SET record = (record::jsonb - '" + key + "')::text WHERE name = '" + ns + "'";
+  PGresult* r = PQexec(admin, sql.c_str());
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(admin);
+  PQclear(r);
+  PQfinish(admin);
+  auto c = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧！", std::nullopt}, CheckMode::kCheckAndInsert);
+  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
+  EXPECT_NE(c.status().message().find(why), std::string::npos) << c.status().ToString();
+  EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
+}
+
 // A namespace of the earlier layout (anchor postings in a GIN-indexed int[]
 // of the row; its record has no "layout") is refused, not misread: its
 // postings are not in nd_G_anchors, so its anchors would find nothing.
 TEST_F(PgEngineTest, NamespaceOfTheEarlierLayoutIsRefused) {
   auto e = Open(Options());
-  ASSERT_TRUE(e);
-  const std::string ns = UniqueNs("layout1");
-  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
-  ASSERT_TRUE(e->Check(ns, {"a", "今天北京的天气非常好，我们一起去公园散步吧。", std::nullopt}, CheckMode::kCheckAndInsert).ok());
-  PGconn* admin = PQconnectdb(server_->uri().c_str());
-  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
-  const std::string sql = "UPDATE neardup_namespaces SET record = (record::jsonb - 'layout')::text WHERE name = '" + ns + "'";
-  PGresult* r = PQexec(admin, sql.c_str());
-  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(admin);
-  PQclear(r);
-  PQfinish(admin);
-  auto fresh = Open(Options());  // nothing cached
-  ASSERT_TRUE(fresh);
-  auto c = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧！", std::nullopt}, CheckMode::kCheckAndInsert);
-  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
-  EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
+  auto fresh = Open(Options());  // nothing cached when it checks
+  ASSERT_TRUE(e && fresh);
+  ExpectRefusedWithout(*server_, e.get(), UniqueNs("layout1"), "layout", "GIN index", fresh.get());
 }
 
 // A namespace whose postings were filed under another anchor scheme (its
@@ -304,24 +311,9 @@ TEST_F(PgEngineTest, NamespaceOfTheEarlierLayoutIsRefused) {
 // refused: its postings would never meet this build's keys.
 TEST_F(PgEngineTest, NamespaceOfAnotherAnchorSchemeIsRefused) {
   auto e = Open(Options());
-  ASSERT_TRUE(e);
-  const std::string ns = UniqueNs("anchors1");
-  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
-  ASSERT_TRUE(e->Check(ns, {"a", "今天北京的天气非常好，我们一起去公园散步吧。", std::nullopt}, CheckMode::kCheckAndInsert).ok());
-  PGconn* admin = PQconnectdb(server_->uri().c_str());
-  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
-  const std::string sql =
-      "UPDATE neardup_namespaces SET record = (record::jsonb - 'anchor_scheme')::text WHERE name = '" + ns + "'";
-  PGresult* r = PQexec(admin, sql.c_str());
-  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(admin);
-  PQclear(r);
-  PQfinish(admin);
-  auto fresh = Open(Options());  // nothing cached
-  ASSERT_TRUE(fresh);
-  auto c = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧！", std::nullopt}, CheckMode::kCheckAndInsert);
-  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
-  EXPECT_NE(c.status().message().find("anchor scheme"), std::string::npos) << c.status().ToString();
-  EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
+  auto fresh = Open(Options());
+  ASSERT_TRUE(e && fresh);
+  ExpectRefusedWithout(*server_, e.get(), UniqueNs("anchors1"), "anchor_scheme", "anchor scheme", fresh.get());
 }
 
 // Deleting a document deletes its anchor postings too (one statement): a
