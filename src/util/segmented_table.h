@@ -23,10 +23,11 @@
 // entry); small ones double, as their bytes do not matter and fewer steps
 // then cost less.
 //
-// Why the slots of a large segment come straight from mmap: from malloc, a
-// growth's freed array (megabytes at 10M+ entries) fell below glibc's
-// dynamic mmap threshold and stayed in the heap, where the next, larger
-// arrays could not reuse it: freed but resident.
+// Why the slots of a large segment come straight from mmap: a growth frees
+// an array of megabytes (at 10M+ entries), and glibc keeps such a block in
+// its heap once it has raised its mmap threshold (it does after freeing a
+// mapped block), where the next, larger arrays cannot reuse it. A mapping is
+// returned to the kernel whole when the growth is done.
 //
 #ifndef NEARDUP_SRC_SEGMENTED_TABLE_H_
 #define NEARDUP_SRC_SEGMENTED_TABLE_H_
