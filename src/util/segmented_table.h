@@ -167,11 +167,16 @@ class SegmentedTable {
     --size_;
   }
 
-  // Requests h's home slot into the cache (lookups of many keys overlap
-  // their misses when they are prefetched first).
+  // Requests h's home slot and the line after it into the cache (lookups
+  // of many keys overlap their misses when they are prefetched first). At
+  // 64-80 % load a lookup reads 2-3 slots, which often run into the next
+  // line. (A prefetch past the array does not fault.)
   void Prefetch(uint64_t h) const {
     const Segment& g = segments_[SegmentOf(h)];
-    if (!g.slots.empty()) __builtin_prefetch(&g.slots[g.Home(h)]);
+    if (g.slots.empty()) return;
+    const char* home = reinterpret_cast<const char*>(&g.slots[g.Home(h)]);
+    __builtin_prefetch(home);
+    __builtin_prefetch(home + 64);
   }
 
   // fn(Slot&) for every occupied slot (it must not change the slot's hash).
