@@ -113,7 +113,7 @@ TEST(SegmentedTable, EqualsTheOracleAcrossEveryGrowthStep) {
   using Table = SegmentedTable<KeyValueSlot, OneSegmentOps>;
   Checked<OneSegmentOps> t;
   const size_t base = t.table().MemoryBytes();
-  const std::vector<size_t> sizes = SegmentSizes<Table>(12000);
+  const std::vector<size_t> sizes = SegmentSizes<Table>(20000);  // past 9,000 entries' 12,500
   // The counts around each step: a segment of s slots holds s * 4/5
   // entries; the next insert grows it.
   std::vector<size_t> near_step;
@@ -127,8 +127,9 @@ TEST(SegmentedTable, EqualsTheOracleAcrossEveryGrowthStep) {
     const uint64_t k = n % 7 == 0 ? rng() % key + 1 : ++key;
     t.Insert(k, n);
     // The segment's size is the smallest step holding n entries at <= 4/5.
-    const size_t want = *std::find_if(sizes.begin(), sizes.end(), [n](size_t s) { return n * 5 <= s * 4; });
-    ASSERT_EQ((t.table().MemoryBytes() - base) / sizeof(KeyValueSlot), want) << "after " << n << " entries";
+    const auto want = std::find_if(sizes.begin(), sizes.end(), [n](size_t s) { return n * 5 <= s * 4; });
+    ASSERT_NE(want, sizes.end());
+    ASSERT_EQ((t.table().MemoryBytes() - base) / sizeof(KeyValueSlot), *want) << "after " << n << " entries";
     if (std::count(near_step.begin(), near_step.end(), n) || n % 1000 == 0) t.ExpectSame({key + 1, key + 2});
   }
 }
