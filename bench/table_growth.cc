@@ -10,7 +10,6 @@
 // Keys 0..N-1 hashed as the sketch-slot table hashes ids. Wall time per
 // insert (steady_clock): run it on a quiet machine.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,16 +22,21 @@ namespace {
 
 using neardup::Murmur3Fmix64;
 
-template <size_t kWords>
-struct Slot {
+// The batch job's two flat tables: the exact-match table's 16-byte slots
+// and the sketch slots' 24.
+struct Slot16 {
   uint64_t key = 0;
   uint64_t value = UINT64_MAX;
-  std::array<uint64_t, kWords - 2> more{};
 };
-template <size_t kWords>
+struct Slot24 {
+  uint64_t key = 0;
+  uint64_t value = UINT64_MAX;
+  uint64_t counts = 0;
+};
+template <typename Slot>
 struct Ops {
-  static uint64_t Hash(const Slot<kWords>& s) { return Murmur3Fmix64(s.key); }
-  static bool Empty(const Slot<kWords>& s) { return s.value == UINT64_MAX; }
+  static uint64_t Hash(const Slot& s) { return Murmur3Fmix64(s.key); }
+  static bool Empty(const Slot& s) { return s.value == UINT64_MAX; }
 };
 
 // Mean slots read: by Find for present keys [0, n), by a whole run for
@@ -54,14 +58,14 @@ void PrintProbes(const Table& t, uint64_t n) {
               static_cast<double>(hit) / kSample, static_cast<double>(miss) / kSample);
 }
 
-template <size_t kWords>
+template <typename Slot>
 int Run(uint64_t n, double limit_ms) {
-  using Table = neardup::internal::SegmentedTable<Slot<kWords>, Ops<kWords>>;
+  using Table = neardup::internal::SegmentedTable<Slot, Ops<Slot>>;
   auto t = std::make_unique<Table>();
   double worst = 0, total = 0, low = 1e9, high = 0;
   uint64_t worst_at = 0, pauses = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    Slot<kWords> s;
+    Slot s;
     s.key = i;
     s.value = i;
     const auto t0 = std::chrono::steady_clock::now();
@@ -83,7 +87,7 @@ int Run(uint64_t n, double limit_ms) {
   }
   std::printf("%zu-byte slots: %llu inserts, %.1f s; over %.1f ms: %llu, worst %.2f ms at %llu entries; "
               "bytes per entry from 1M on: %.1f to %.1f\n",
-              sizeof(Slot<kWords>), static_cast<unsigned long long>(n), total / 1000, limit_ms,
+              sizeof(Slot), static_cast<unsigned long long>(n), total / 1000, limit_ms,
               static_cast<unsigned long long>(pauses), worst, static_cast<unsigned long long>(worst_at), low, high);
   return 0;
 }
@@ -95,6 +99,6 @@ int main(int argc, char** argv) {
   const int slot_bytes = argc > 2 ? std::atoi(argv[2]) : 16;
   const double limit_ms = argc > 3 ? std::atof(argv[3]) : 5.0;
   if (n < 10) return std::fprintf(stderr, "table_growth: N must be at least 10\n"), 1;
-  if (slot_bytes == 24) return Run<3>(n, limit_ms);
-  return Run<2>(n, limit_ms);
+  if (slot_bytes == 24) return Run<Slot24>(n, limit_ms);
+  return Run<Slot16>(n, limit_ms);
 }
