@@ -79,7 +79,25 @@ nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double se
   j["scheme"] = dedup.fingerprinter().scheme_name();
   j["scheme_id"] = FingerprintToHex(dedup.scheme_id());
   j["threads"] = threads;
+  const NearDupSet::MemoryUse m = dedup.Memory();
+  j["memory_bytes"] = {{"total", m.total()},         {"index", m.index},     {"exact", m.exact},
+                       {"sketch_slots", m.sketch_slots}, {"anchors", m.anchors}, {"records", m.records}};
   return j;
+}
+
+// The kept documents' structures, in bytes per kept document (where the
+// memory of a large run goes; process RSS adds buffers and the heap's slack).
+std::string MemoryText(const Deduplicator& dedup) {
+  const NearDupSet::MemoryUse m = dedup.Memory();
+  const double kept = static_cast<double>(std::max<uint64_t>(dedup.stats().kept, 1));
+  auto per = [kept](size_t bytes) { return static_cast<double>(bytes) / kept; };
+  char b[256];
+  std::snprintf(b, sizeof b,
+                "%.1f MB, per kept document %.1f B: index %.1f, exact-match %.1f, sketch slots %.1f, anchors %.1f, "
+                "records %.1f",
+                static_cast<double>(m.total()) / 1e6, per(m.total()), per(m.index), per(m.exact),
+                per(m.sketch_slots), per(m.anchors), per(m.records));
+  return b;
 }
 
 void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds) {
@@ -99,6 +117,7 @@ void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds) 
                static_cast<unsigned long long>(c.bad_lines), seconds,
                seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0);
   if (c.files > 1) std::fprintf(stderr, "  inputs      %llu files\n", static_cast<unsigned long long>(c.files));
+  std::fprintf(stderr, "  memory      %s\n", MemoryText(dedup).c_str());
 }
 
 // One run of the command: the outputs, the deduplicator, and the inputs read
@@ -480,10 +499,12 @@ class DedupRun {
                     frac > 0 ? Duration(last_progress_ * (1 - frac) / frac).c_str() : "?");
       where += b;
     }
-    std::fprintf(stderr, "%sneardup: %s, %llu documents, %llu duplicates (%.1f%%), %.0f docs/s%s",
+    // A log's lines also say where the memory goes as the run grows.
+    const std::string memory = f_.progress_seconds > 0 ? "; held " + MemoryText(dedup_) : "";
+    std::fprintf(stderr, "%sneardup: %s, %llu documents, %llu duplicates (%.1f%%), %.0f docs/s%s%s",
                  f_.progress_seconds > 0 ? "" : "\r", where.c_str(), static_cast<unsigned long long>(s.documents),
                  static_cast<unsigned long long>(s.duplicates()), pct,
-                 static_cast<double>(s.documents) / std::max(last_progress_, 1e-9),
+                 static_cast<double>(s.documents) / std::max(last_progress_, 1e-9), memory.c_str(),
                  f_.progress_seconds > 0 ? "\n" : "   ");
     std::fflush(stderr);
   }

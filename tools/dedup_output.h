@@ -19,33 +19,11 @@
 #include <vector>
 
 #include "commands.h"
+#include "kept_ids.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/kept_file.h"
 
 namespace neardup::cli {
-
-// Raw ids of kept documents by sequence number (kept sequence numbers only
-// grow, so a sorted vector + binary search; ids live in one arena).
-class KeptIds {
- public:
-  void Add(uint64_t sequence, std::string_view id) {
-    sequences_.push_back(sequence);
-    offsets_.push_back(arena_.size());
-    arena_.append(id);
-  }
-  std::string_view Find(uint64_t sequence) const {
-    const auto it = std::lower_bound(sequences_.begin(), sequences_.end(), sequence);
-    if (it == sequences_.end() || *it != sequence) return {};
-    const size_t i = static_cast<size_t>(it - sequences_.begin());
-    const size_t end = i + 1 < offsets_.size() ? offsets_[i + 1] : arena_.size();
-    return std::string_view(arena_).substr(offsets_[i], end - offsets_[i]);
-  }
-
- private:
-  std::vector<uint64_t> sequences_;
-  std::vector<size_t> offsets_;
-  std::string arena_;
-};
 
 // --output with "{shard}" replaced by the shard's number (5 digits), when
 // there are several (--output-shards). Records go round robin over the

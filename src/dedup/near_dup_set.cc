@@ -61,9 +61,13 @@ class AnchorTable {
     if (s->n == 1) {
       const uint64_t list = NewList();
       lists_[list].push_back(s->v);
+      list_ids_ += lists_[list].capacity();
       s->v = list;
     }
-    lists_[s->v].push_back(id);
+    auto& l = lists_[s->v];
+    list_ids_ -= l.capacity();
+    l.push_back(id);
+    list_ids_ += l.capacity();
     ++s->n;
   }
 
@@ -87,10 +91,11 @@ class AnchorTable {
 
   uint64_t stops_made() const { return stops_made_; }
 
+  // Constant time (a batch job's progress line shows it): the lists' heap
+  // bytes are counted as they change.
   size_t MemoryBytes() const {
-    size_t bytes = table_.MemoryBytes() + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t);
-    for (const auto& l : lists_) bytes += l.capacity() * sizeof(DocId);
-    return bytes;
+    return table_.MemoryBytes() + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t) +
+           list_ids_ * sizeof(DocId);
   }
 
  private:
@@ -129,6 +134,7 @@ class AnchorTable {
     return lists_.size() - 1;
   }
   void FreeList(uint64_t l) {
+    list_ids_ -= lists_[l].capacity();
     std::vector<DocId>().swap(lists_[l]);
     free_.push_back(l);
   }
@@ -138,6 +144,7 @@ class AnchorTable {
   // doubling copied millions of them at once).
   std::deque<std::vector<DocId>> lists_;
   std::vector<uint64_t> free_;
+  size_t list_ids_ = 0;  // the lists' capacities, summed
   uint64_t stops_made_ = 0;
 };
 
@@ -676,9 +683,16 @@ Status NearDupSet::SetPolicy(const RecheckOptions& recheck) {
   return Status::OK();
 }
 
-size_t NearDupSet::MemoryBytes() const {
-  return index_->MemoryBytes() + t_->by_hash.MemoryBytes() + t_->sketch_slot.MemoryBytes() +
-         t_->arena->MemoryBytes() + t_->anchors.MemoryBytes();
+size_t NearDupSet::MemoryBytes() const { return Memory().total(); }
+
+NearDupSet::MemoryUse NearDupSet::Memory() const {
+  MemoryUse m;
+  m.index = index_->MemoryBytes();
+  m.exact = t_->by_hash.MemoryBytes();
+  m.sketch_slots = t_->sketch_slot.MemoryBytes();
+  m.anchors = t_->anchors.MemoryBytes();
+  m.records = t_->arena->MemoryBytes();
+  return m;
 }
 
 size_t NearDupSet::SketchFileBytes() const { return t_->arena->FileBytes();

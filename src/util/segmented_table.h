@@ -10,29 +10,104 @@
 // grow at different moments.
 //
 // Layout: linear probing with backward-shift deletion (no tombstones), load
-// at most 7/10, power-of-two segment sizes. The top 8 bits of a slot's hash
-// pick its segment, the low bits its home slot.
+// at most 4/5. The top 8 bits of a slot's hash pick its segment; the home
+// slot is the next bits scaled to the segment's size (a multiply-shift), so
+// a segment can have any size.
 //
-// Slot requirements (`Ops`):
-//   static uint64_t Hash(const Slot&)  the (well-mixed) hash it was inserted under
-//   static bool Empty(const Slot&)     true exactly for Slot{}
-// The table does not know keys: callers find slots with a predicate over the
-// probe run of a hash, so one table serves maps and multimaps alike.
+// Why any size: a segment that doubles holds its entries at 35-70 % load, so
+// a table's bytes per entry swing 2x with the count, and every segment
+// doubles at about the same count (hashes are uniform). At 50M documents the
+// batch job's exact-match and sketch-slot tables had just doubled: 45 and 67
+// bytes per kept document where their slots are 16 and 24 (issue 17). A
+// large segment grows by 1/4 instead (64-80 % load: at most 1.56 slots per
+// entry); small ones double, as their bytes do not matter and fewer steps
+// then cost less.
 //
-// Thread-safety: none (callers lock). Pointers to slots are invalidated by
-// Insert (a growth) and Erase (a backward shift).
+// Why the slots of a large segment come straight from mmap: a growth frees
+// an array of megabytes (at 10M+ entries), and glibc keeps such a block in
+// its heap once it has raised its mmap threshold (it does after freeing a
+// mapped block), where the next, larger arrays cannot reuse it. A mapping is
+// returned to the kernel whole when the growth is done.
+//
 #ifndef NEARDUP_SRC_SEGMENTED_TABLE_H_
 #define NEARDUP_SRC_SEGMENTED_TABLE_H_
+
+#include <sys/mman.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 namespace neardup::internal {
 
+// The slots of one segment (trivially copyable Slot): malloc'd when small,
+// their own mapping when large (the header says why).
+template <typename Slot>
+class SlotArray {
+ public:
+  SlotArray() = default;
+  SlotArray(const SlotArray&) = delete;
+  SlotArray& operator=(const SlotArray&) = delete;
+  SlotArray(SlotArray&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  SlotArray& operator=(SlotArray&& o) noexcept {
+    if (this != &o) {
+      Free();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  ~SlotArray() { Free(); }
+
+  // n empty slots (Slot{}). Throws std::bad_alloc.
+  explicit SlotArray(size_t n) : size_(n) {
+    void* p = Mapped(n) ? ::mmap(nullptr, Bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                        : std::malloc(Bytes(n));
+    if (p == MAP_FAILED || p == nullptr) {
+      size_ = 0;
+      throw std::bad_alloc();
+    }
+    data_ = static_cast<Slot*>(p);
+    std::uninitialized_fill_n(data_, n, Slot{});
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Slot& operator[](size_t i) { return data_[i]; }
+  const Slot& operator[](size_t i) const { return data_[i]; }
+  Slot* data() { return data_; }
+  // Bytes held, including a mapping's page rounding.
+  size_t MemoryBytes() const { return size_ == 0 ? 0 : Bytes(size_); }
+
+ private:
+  static constexpr size_t kMapBytes = size_t{256} << 10;
+  static constexpr size_t kPage = 4096;
+  static bool Mapped(size_t n) { return n * sizeof(Slot) >= kMapBytes; }
+  static size_t Bytes(size_t n) { return Mapped(n) ? (n * sizeof(Slot) + kPage - 1) / kPage * kPage : n * sizeof(Slot); }
+  void Free() {
+    if (data_ == nullptr) return;
+    if (Mapped(size_)) {
+      ::munmap(data_, Bytes(size_));
+    } else {
+      std::free(data_);
+    }
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  Slot* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 template <typename Slot, typename Ops>
 class SegmentedTable {
+  static_assert(std::is_trivially_copyable_v<Slot>, "slots are moved as bytes");
+
  public:
   // The first occupied slot in h's probe run for which is(slot) holds, or
   // null.
@@ -40,7 +115,7 @@ class SegmentedTable {
   const Slot* Find(uint64_t h, Pred&& is) const {
     const Segment& g = segments_[SegmentOf(h)];
     if (g.slots.empty()) return nullptr;
-    for (size_t i = h & g.mask;; i = (i + 1) & g.mask) {
+    for (size_t i = g.Home(h);; i = g.Next(i)) {
       const Slot& s = g.slots[i];
       if (Ops::Empty(s)) return nullptr;
       if (is(s)) return &s;
@@ -57,16 +132,16 @@ class SegmentedTable {
   void ForEachInRun(uint64_t h, Fn&& fn) const {
     const Segment& g = segments_[SegmentOf(h)];
     if (g.slots.empty()) return;
-    for (size_t i = h & g.mask; !Ops::Empty(g.slots[i]); i = (i + 1) & g.mask) fn(g.slots[i]);
+    for (size_t i = g.Home(h); !Ops::Empty(g.slots[i]); i = g.Next(i)) fn(g.slots[i]);
   }
 
   // Adds s (Ops::Hash(s) == h) without looking for an equal one; returns
   // where it went.
   Slot* Insert(uint64_t h, const Slot& s) {
     Segment& g = segments_[SegmentOf(h)];
-    if ((g.used + 1) * 10 > g.slots.size() * 7) Grow(&g);
-    size_t i = h & g.mask;
-    while (!Ops::Empty(g.slots[i])) i = (i + 1) & g.mask;
+    if ((g.used + 1) * kLoadDen > g.slots.size() * kLoadNum) Grow(&g);
+    size_t i = g.Home(h);
+    while (!Ops::Empty(g.slots[i])) i = g.Next(i);
     g.slots[i] = s;
     ++g.used;
     ++size_;
@@ -78,8 +153,8 @@ class SegmentedTable {
     Segment& g = segments_[SegmentOf(Ops::Hash(*s))];
     // Backward shift: move later members of the probe run into the hole.
     size_t hole = static_cast<size_t>(s - g.slots.data());
-    for (size_t j = (hole + 1) & g.mask; !Ops::Empty(g.slots[j]); j = (j + 1) & g.mask) {
-      const size_t home = Ops::Hash(g.slots[j]) & g.mask;
+    for (size_t j = g.Next(hole); !Ops::Empty(g.slots[j]); j = g.Next(j)) {
+      const size_t home = g.Home(Ops::Hash(g.slots[j]));
       // j may move to the hole iff its home is not cyclically within (hole, j].
       const bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
       if (!stays) {
@@ -92,19 +167,24 @@ class SegmentedTable {
     --size_;
   }
 
-  // Requests h's home slot into the cache (lookups of many keys overlap
-  // their misses when they are prefetched first).
+  // Requests h's home slot and the line after it into the cache (lookups
+  // of many keys overlap their misses when they are prefetched first). At
+  // 64-80 % load a lookup reads 2-3 slots, which often run into the next
+  // line. (A prefetch past the array does not fault.)
   void Prefetch(uint64_t h) const {
     const Segment& g = segments_[SegmentOf(h)];
-    if (!g.slots.empty()) __builtin_prefetch(&g.slots[h & g.mask]);
+    if (g.slots.empty()) return;
+    const char* home = reinterpret_cast<const char*>(&g.slots[g.Home(h)]);
+    __builtin_prefetch(home);
+    __builtin_prefetch(home + 64);
   }
 
   // fn(Slot&) for every occupied slot (it must not change the slot's hash).
   template <typename Fn>
   void ForEach(Fn&& fn) {
     for (Segment& g : segments_) {
-      for (Slot& s : g.slots) {
-        if (!Ops::Empty(s)) fn(s);
+      for (size_t i = 0; i < g.slots.size(); ++i) {
+        if (!Ops::Empty(g.slots[i])) fn(g.slots[i]);
       }
     }
   }
@@ -112,33 +192,45 @@ class SegmentedTable {
   size_t size() const { return size_; }
   size_t MemoryBytes() const {
     size_t bytes = sizeof(*this);
-    for (const Segment& g : segments_) bytes += g.slots.capacity() * sizeof(Slot);
+    for (const Segment& g : segments_) bytes += g.slots.MemoryBytes();
     return bytes;
   }
 
- private:
+  // The slot count a segment of n slots grows to (public for the tests of
+  // the growth boundaries): doubling up to kSmallSlots, then by 1/4.
+  static size_t GrownSize(size_t n) { return n == 0 ? 16 : n < kSmallSlots ? 2 * n : n + n / 4; }
+  static constexpr size_t kLoadNum = 4, kLoadDen = 5;  // at most 4/5 full
+  static constexpr size_t kSmallSlots = 4096;
   static constexpr int kSegmentBits = 8;
+  static constexpr size_t kSegments = size_t{1} << kSegmentBits;
+
+ private:
   struct Segment {
-    std::vector<Slot> slots;
-    size_t mask = 0;
+    SlotArray<Slot> slots;
     size_t used = 0;
+
+    // The bits below the segment's, scaled to [0, size).
+    size_t Home(uint64_t h) const {
+      return static_cast<size_t>((static_cast<unsigned __int128>(h << kSegmentBits) * slots.size()) >> 64);
+    }
+    size_t Next(size_t i) const { return i + 1 == slots.size() ? 0 : i + 1; }
   };
 
   static size_t SegmentOf(uint64_t h) { return static_cast<size_t>(h >> (64 - kSegmentBits)); }
 
   static void Grow(Segment* g) {
-    std::vector<Slot> old = std::move(g->slots);
-    g->slots.assign(old.empty() ? 16 : old.size() * 2, Slot{});
-    g->mask = g->slots.size() - 1;
-    for (const Slot& s : old) {
+    SlotArray<Slot> old = std::move(g->slots);
+    g->slots = SlotArray<Slot>(GrownSize(old.size()));
+    for (size_t o = 0; o < old.size(); ++o) {
+      const Slot& s = old[o];
       if (Ops::Empty(s)) continue;
-      size_t i = Ops::Hash(s) & g->mask;
-      while (!Ops::Empty(g->slots[i])) i = (i + 1) & g->mask;
+      size_t i = g->Home(Ops::Hash(s));
+      while (!Ops::Empty(g->slots[i])) i = g->Next(i);
       g->slots[i] = s;
     }
   }
 
-  std::array<Segment, size_t{1} << kSegmentBits> segments_;
+  std::array<Segment, kSegments> segments_;
   size_t size_ = 0;
 };
 

@@ -162,6 +162,7 @@ class Deduplicator {
   const Fingerprinter& fingerprinter() const { return fingerprinter_; }
   // Memory of the kept documents' index and re-check state.
   size_t MemoryBytes() const;
+  NearDupSet::MemoryUse Memory() const { return set_->Memory(); }
   uint64_t scheme_id() const { return fingerprinter_.scheme_id(); }
   // Fingerprints of the kept documents that have features, keyed by their
   // sequence numbers.

@@ -112,6 +112,16 @@ class NearDupSet {
   // Resident bytes: index, exact-match table, kept sketches (or their
   // places, when they live in a file) and anchor table.
   size_t MemoryBytes() const;
+  // MemoryBytes by structure (a batch job's summary shows where they go).
+  struct MemoryUse {
+    size_t index = 0;         // the fingerprint index
+    size_t exact = 0;         // content hash -> kept ids
+    size_t sketch_slots = 0;  // kept id -> its record's place and bucket counts
+    size_t anchors = 0;       // anchor table and its posting lists
+    size_t records = 0;       // sketch records in memory (bookkeeping only with a file)
+    size_t total() const { return index + exact + sketch_slots + anchors + records; }
+  };
+  MemoryUse Memory() const;
   // Bytes of the sketch file (0 when sketches are in memory).
   size_t SketchFileBytes() const;
   const NearDupOptions& options() const { return options_; }

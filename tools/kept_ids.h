@@ -1,0 +1,117 @@
+// The raw ids of kept documents by sequence number (neardup dedup's
+// --duplicates, --annotate and --clusters name the kept document by its id).
+//
+// Why packed: a batch job holds one per kept document for the whole run.
+// As three growing vectors (sequence, offset, id bytes) it was 16 bytes plus
+// the id per kept document, up to twice that between doublings, and each
+// doubling copied the whole vector while the old one was still held: about
+// 33 bytes per kept document at 50M short documents (issue 17), a fifth of
+// the run's memory. Here an entry is its id's bytes plus a varint of the
+// step from the previous kept sequence number and one of the id's length,
+// and every 64th entry is indexed (first sequence, where it starts): about
+// 2.3 bytes per entry besides the id. Bytes go to 1 MiB chunks that are
+// never moved.
+//
+// Find walks at most 63 entries from an indexed one; it runs once per
+// duplicate, beside a JSON line's write.
+#ifndef NEARDUP_TOOLS_KEPT_IDS_H_
+#define NEARDUP_TOOLS_KEPT_IDS_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup::cli {
+
+class KeptIds {
+ public:
+  // sequence must exceed every earlier one (kept sequence numbers only grow).
+  void Add(uint64_t sequence, std::string_view id) {
+    const uint64_t step = count_ == 0 ? 0 : sequence - last_;
+    const size_t need = 2 * kMaxVarint + id.size();
+    if (chunks_.empty() || chunks_.back().capacity() - chunks_.back().size() < need) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(std::max(kChunkBytes, need));
+    }
+    std::string& c = chunks_.back();
+    if (count_ % kEvery == 0) {
+      blocks_.push_back(Block{sequence, static_cast<uint32_t>(chunks_.size() - 1), static_cast<uint32_t>(c.size())});
+    }
+    PutVarint(step, &c);
+    PutVarint(id.size(), &c);
+    c.append(id);
+    last_ = sequence;
+    ++count_;
+  }
+
+  // The id kept under `sequence`, or empty if none was.
+  std::string_view Find(uint64_t sequence) const {
+    auto b = std::upper_bound(blocks_.begin(), blocks_.end(), sequence,
+                              [](uint64_t s, const Block& x) { return s < x.first; });
+    if (b == blocks_.begin()) return {};
+    --b;
+    const size_t n = std::min<uint64_t>(kEvery, count_ - static_cast<uint64_t>(b - blocks_.begin()) * kEvery);
+    size_t chunk = b->chunk, at = b->offset;
+    uint64_t seq = b->first;
+    for (size_t i = 0; i < n; ++i) {
+      if (at == chunks_[chunk].size()) {  // the entry is the next chunk's first
+        ++chunk;
+        at = 0;
+      }
+      const std::string& c = chunks_[chunk];
+      const uint64_t step = GetVarint(c, &at);
+      const uint64_t len = GetVarint(c, &at);
+      if (i > 0) seq += step;
+      if (seq == sequence) return std::string_view(c).substr(at, len);
+      if (seq > sequence) return {};
+      at += len;
+    }
+    return {};
+  }
+
+  uint64_t size() const { return count_; }
+  // Heap bytes held (chunks at their capacity, the index).
+  size_t MemoryBytes() const {
+    size_t bytes = blocks_.capacity() * sizeof(Block) + chunks_.capacity() * sizeof(std::string);
+    for (const std::string& c : chunks_) bytes += c.capacity();
+    return bytes;
+  }
+
+ private:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  static constexpr uint64_t kEvery = 64;
+  static constexpr size_t kMaxVarint = 10;
+  struct Block {
+    uint64_t first;   // the sequence number of the block's first entry
+    uint32_t chunk;   // where that entry starts
+    uint32_t offset;
+  };
+
+  static void PutVarint(uint64_t v, std::string* out) {
+    while (v >= 0x80) {
+      out->push_back(static_cast<char>(v | 0x80));
+      v >>= 7;
+    }
+    out->push_back(static_cast<char>(v));
+  }
+  static uint64_t GetVarint(const std::string& c, size_t* at) {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      const uint64_t byte = static_cast<unsigned char>(c[(*at)++]);
+      v |= (byte & 0x7F) << shift;
+      if (byte < 0x80) return v;
+    }
+  }
+
+  std::vector<Block> blocks_;
+  std::vector<std::string> chunks_;
+  uint64_t last_ = 0;
+  uint64_t count_ = 0;
+};
+
+}  // namespace neardup::cli
+
+#endif  // NEARDUP_TOOLS_KEPT_IDS_H_
