@@ -34,11 +34,9 @@ int RunImport(const ImportFlags& f) {
   PgImportOptions o;
   o.uri = f.store;
   o.ns = f.ns;
-  if (!f.settings.empty()) {
-    auto s = NamespaceSettings::FromJson(f.settings, NamespaceSettings{});
-    if (!s.ok()) return Fail(Status::InvalidArgument("--settings: " + s.status().message()));
-    o.create_settings = s.value();
-  }
+  auto s = NamespaceSettings::FromJson(f.settings.empty() ? "{}" : f.settings, NamespaceSettings{});
+  if (!s.ok()) return Fail(Status::InvalidArgument("--settings: " + s.status().message()));
+  o.create_settings = s.value();
   auto in = InputStream::Open(f.input);
   if (!in.ok()) return Fail(in.status());
   LineReader lines(in.value().get());
@@ -98,8 +96,8 @@ void AddPgImportCommand(CLI::App& app, int* exit_code) {
                   "JSONL file ('-' = standard input; gzip and zstd are decompressed): one document per line, "
                   "{\"id\", \"text\", optionally \"timestamp\"} as in a batch request");
   cmd->add_option("--settings", flags->settings,
-                  "Namespace settings as JSON (as PUT /v1/namespaces/{ns}), used only when the namespace is "
-                  "created; an existing namespace keeps its own");
+                  "Namespace settings as JSON (as PUT /v1/namespaces/{ns}; default: the defaults), used only when "
+                  "the namespace is created; an existing namespace keeps its own");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress or summary on stderr");
   cmd->callback([flags, exit_code] { *exit_code = RunImport(*flags); });
 }

@@ -375,7 +375,8 @@ Result<PgImportStats> ImportIntoPg(const PgImportOptions& given, const PgDocumen
       o.progress(imp.stats().documents);
     }
   }
-  if (st.ok() && o.progress) o.progress(imp.stats().documents);
+  const uint64_t read = imp.stats().documents;
+  if (st.ok() && o.progress && (o.progress_every == 0 || read % o.progress_every != 0)) o.progress(read);
   if (st.ok()) st = imp.Finish();
   if (!st.ok()) {
     c.Close();  // whatever state the COPY left: the server rolls the transaction back
