@@ -11,8 +11,14 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -242,6 +248,49 @@ TEST_F(PgImportTest, RefusesAFullNamespaceAndABadDocumentWritingNothing) {
   PgImportOptions missing = ImportOptions(server_->uri(), testing::UniqueNs("missing"), NamespaceSettings{});
   missing.create_settings.reset();
   EXPECT_EQ(ImportIntoPg(missing, From(docs)).status().code(), Status::Code::kNotFound);
+}
+
+
+// `neardup pg-import`: a file imported (the summary counts it), then the
+// exit codes of docs/cli.md: a full namespace 1, a bad command line 2, a bad
+// document line 3 (nothing written).
+TEST_F(PgImportTest, CommandLineImportsAndMapsErrorsToExitCodes) {
+  const std::string dir = ::testing::TempDir() + "pg_import_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string good = dir + "/good.jsonl", bad = dir + "/bad.jsonl", err = dir + "/err.txt";
+  {
+    std::ofstream g(good), b(bad);
+    g << R"({"id": 1, "text": "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆。"})" << "\n\n"
+      << R"({"id": "2", "text": "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆!"})" << "\n"
+      << R"({"id": "3", "text": "明天上海会下大雨，出门记得带伞，地铁二号线早高峰可能会延误。"})" << "\n";
+    b << R"({"id": "a", "text": "这家餐厅的红烧肉做得特别地道，价格也不贵，周末人很多要排队。"})" << "\n"
+      << R"({"id": "b", "txt": "a misspelt field"})" << "\n";
+  }
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(NEARDUP_CLI_PATH) + " pg-import " + args + " 2>" + err;
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  auto said = [&] {
+    std::ifstream in(err);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string store = "--store '" + server_->uri() + "'";
+  const std::string ns = testing::UniqueNs("cli");
+  ASSERT_EQ(run(store + " --namespace " + ns + " -i " + good), 0) << said();
+  EXPECT_NE(said().find("3 documents, 2 kept, 1 duplicates"), std::string::npos) << said();
+  EXPECT_EQ(Rows("SELECT id FROM neardup_documents('" + ns + "') ORDER BY 1"),
+            (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(run(store + " --namespace " + ns + " -i " + good), 1) << "the namespace is full now";
+  EXPECT_NE(said().find("already holds documents"), std::string::npos) << said();
+  EXPECT_EQ(run("--store redis-cluster://127.0.0.1:1 --namespace x -i " + good), 2);
+  EXPECT_EQ(run(store + " --namespace 'bad name' -i " + good), 2);
+  EXPECT_EQ(run(store + " --namespace x --settings '{\"k\": 99}' -i " + good), 2);
+  const std::string ns2 = testing::UniqueNs("cli");
+  EXPECT_EQ(run(store + " --namespace " + ns2 + " -i " + bad), 3);
+  EXPECT_NE(said().find("line 2"), std::string::npos) << said();
+  EXPECT_EQ(Rows("SELECT count(*) FROM nd_" + Gen(ns2) + "_docs"), std::vector<std::string>{"0"});
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
