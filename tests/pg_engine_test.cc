@@ -299,6 +299,31 @@ TEST_F(PgEngineTest, NamespaceOfTheEarlierLayoutIsRefused) {
   EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
 }
 
+// A namespace whose postings were filed under another anchor scheme (its
+// record has no "anchor_scheme": scheme 1, the sketch values themselves) is
+// refused: its postings would never meet this build's keys.
+TEST_F(PgEngineTest, NamespaceOfAnotherAnchorSchemeIsRefused) {
+  auto e = Open(Options());
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("anchors1");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  ASSERT_TRUE(e->Check(ns, {"a", "今天北京的天气非常好，我们一起去公园散步吧。", std::nullopt}, CheckMode::kCheckAndInsert).ok());
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  const std::string sql =
+      "UPDATE neardup_namespaces SET record = (record::jsonb - 'anchor_scheme')::text WHERE name = '" + ns + "'";
+  PGresult* r = PQexec(admin, sql.c_str());
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(admin);
+  PQclear(r);
+  PQfinish(admin);
+  auto fresh = Open(Options());  // nothing cached
+  ASSERT_TRUE(fresh);
+  auto c = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧！", std::nullopt}, CheckMode::kCheckAndInsert);
+  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("anchor scheme"), std::string::npos) << c.status().ToString();
+  EXPECT_TRUE(fresh->DeleteNamespace(ns).ok());
+}
+
 // Deleting a document deletes its anchor postings too (one statement): a
 // posting left behind would still count toward its anchor's stop key.
 TEST_F(PgEngineTest, DeleteRemovesTheDocumentsPostings) {

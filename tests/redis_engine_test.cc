@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <thread>
 
 #include "neardup/text/fingerprint.h"
+#include "redis/redis_cluster.h"
 #include "util/race_trials.h"
 #include "util/redis_test_cluster.h"
 
@@ -181,6 +184,31 @@ TEST_F(RedisEngineTest, CheckInsertReplayQueryAndDelete) {
   EXPECT_EQ(stats->inserted, 4u);  // a, o, b (after a was deleted), p1
   EXPECT_EQ(stats->deleted, 1u);
   EXPECT_EQ(stats->documents, 3u);
+}
+
+// A namespace whose records were filed under another anchor scheme (its
+// record has no "anchor_scheme": scheme 1) is refused by every instance.
+TEST_F(RedisEngineTest, NamespaceOfAnotherAnchorSchemeIsRefused) {
+  auto e = Open(Options());
+  ASSERT_NE(e, nullptr);
+  const std::string ns = UniqueNs("anchors1");
+  ASSERT_TRUE(e->Check(ns, {"a", kText, std::nullopt}, CheckMode::kCheckAndInsert).ok());
+  RedisClusterOptions co;
+  co.seeds = {cluster_->seeds()[0]};
+  auto client = RedisClusterClient::Connect(co);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const std::string key = "nd:ns:" + ns;
+  auto got = (*client)->Execute({"GET", key}, key);
+  ASSERT_TRUE(got.ok() && !got->str.empty()) << "the namespace record moved from " << key;
+  nlohmann::json record = nlohmann::json::parse(got->str);
+  ASSERT_TRUE(record.contains("anchor_scheme"));
+  record.erase("anchor_scheme");
+  ASSERT_TRUE((*client)->Execute({"SET", key, record.dump()}, key).ok());
+  auto fresh = Open(Options());  // nothing cached
+  ASSERT_NE(fresh, nullptr);
+  auto c = fresh->Check(ns, {"b", kNearText, std::nullopt}, CheckMode::kCheckAndInsert);
+  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("anchor scheme"), std::string::npos) << c.status().ToString();
 }
 
 TEST_F(RedisEngineTest, NestedLayoutFromTheUri) {

@@ -3,8 +3,12 @@
 // refuses out-of-range values.
 #include "neardup/engine/settings.h"
 
+#include "neardup/engine/namespace_record.h"
+#include "neardup/text/similarity.h"
+
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <variant>
@@ -113,4 +117,26 @@ TEST(SettingsTable, UnknownNestedFieldIsNamed) {
 }
 
 }  // namespace
+// Records written before "anchor_scheme" existed read as scheme 1, which the
+// stores that persist anchor postings refuse (namespace_record.h).
+TEST(NamespaceRecord, AnchorSchemeIsRecordedAndRequired) {
+  const NamespaceSettings s;
+  auto fp = MakeNamespaceFingerprinter(s);
+  ASSERT_TRUE(fp.ok());
+  const std::string now = EncodeNamespaceRecord(s, **fp);
+  auto current = DecodeNamespaceRecord("n", now, "test");
+  ASSERT_TRUE(current.ok()) << current.status().ToString();
+  EXPECT_EQ(current->anchor_scheme, kAnchorScheme);
+  EXPECT_TRUE(RequireAnchorScheme("n", *current).ok());
+
+  nlohmann::json old = nlohmann::json::parse(now);
+  old.erase("anchor_scheme");
+  auto earlier = DecodeNamespaceRecord("n", old.dump(), "test");
+  ASSERT_TRUE(earlier.ok()) << earlier.status().ToString();
+  EXPECT_EQ(earlier->anchor_scheme, 1u);
+  const Status refused = RequireAnchorScheme("n", *earlier);
+  EXPECT_EQ(refused.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("recreate"), std::string::npos) << refused.message();
+}
+
 }  // namespace neardup

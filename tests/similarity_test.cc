@@ -70,8 +70,9 @@ TEST(Sketch, IsTheBottomKOfTheDefinedNGrams) {
       EXPECT_TRUE(std::equal(k.mins.begin(), k.mins.end(), ref.begin())) << text;
       EXPECT_TRUE(StrictlyAscending(k.mins));
       EXPECT_EQ(k.complete(), ref.size() <= kSketchSize);
-      ASSERT_EQ(k.anchors.size(), std::min(k.mins.size(), kAnchorCount));
-      EXPECT_TRUE(std::equal(k.anchors.begin(), k.anchors.end(), k.mins.begin()));
+      std::vector<uint32_t> anchors;
+      SketchAnchors(k.mins.data(), k.mins.size(), &anchors);
+      EXPECT_EQ(k.anchors, anchors);
     }
   }
   EXPECT_TRUE(ComputeSketch("", 3).empty());
@@ -90,6 +91,32 @@ TEST(Sketch, GoldenValues) {
   EXPECT_EQ(k.mins[0], kGoldenHello0);
   EXPECT_EQ(k.mins[8], kGoldenHello8);
   EXPECT_EQ(z.mins[0], kGoldenZh0);
+}
+
+TEST(Sketch, AnchorsAreValuesAndNeighbourPairsInTurn) {
+  // Anchor scheme 2 is persisted (Redis and PostgreSQL postings): these may
+  // only change with kAnchorScheme.
+  EXPECT_EQ(AnchorPairKey(1, 2), 0x10b3e08du);
+  EXPECT_NE(AnchorPairKey(1, 2), AnchorPairKey(2, 1));
+  const ShingleSketch k = ComputeSketch("hello world", 3);
+  ASSERT_EQ(k.mins.size(), 9u);
+  ASSERT_EQ(k.anchors.size(), 17u);  // 9 values, 8 pairs
+  for (size_t i = 0; i < k.mins.size(); ++i) {
+    EXPECT_EQ(k.anchors[2 * i], k.mins[i]) << i;
+    if (i + 1 < k.mins.size()) EXPECT_EQ(k.anchors[2 * i + 1], AnchorPairKey(k.mins[i], k.mins[i + 1])) << i;
+  }
+  EXPECT_EQ(ComputeSketch("ab", 3).anchors, std::vector<uint32_t>{ComputeSketch("ab", 3).mins[0]});
+  // A long text: kAnchorCount distinct keys from its 16 smallest values.
+  std::mt19937 rng(3);
+  const ShingleSketch l = ComputeSketch(RandomWords(rng, 200), 3);
+  ASSERT_EQ(l.anchors.size(), kAnchorCount);
+  EXPECT_EQ(std::set<uint32_t>(l.anchors.begin(), l.anchors.end()).size(), kAnchorCount);
+  EXPECT_EQ(l.anchors[kAnchorCount - 1], AnchorPairKey(l.mins[15], l.mins[16]));
+  // Repeats are left out, and the turn goes on past them.
+  const uint32_t mins[3] = {7, 9, AnchorPairKey(7, 9)};  // 0x72424780: the third value repeats the first pair
+  std::vector<uint32_t> out;
+  SketchAnchors(mins, 3, &out);
+  EXPECT_EQ(out, (std::vector<uint32_t>{7, mins[2], 9, AnchorPairKey(9, mins[2])}));
 }
 
 TEST(Similarity, ExactForSetsThatFitTheSketch) {

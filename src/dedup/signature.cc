@@ -63,7 +63,7 @@ Status DecodeSignatureExtra(std::string_view bytes, DocSignature* sig) {
       return Status::Corruption("signature extra: values not strictly ascending");
     }
   }
-  sketch.anchors.assign(sketch.mins.begin(), sketch.mins.begin() + static_cast<std::ptrdiff_t>(std::min(n, kAnchorCount)));
+  SketchAnchors(sketch.mins.data(), sketch.mins.size(), &sketch.anchors);
   sig->num_chars = num_chars;
   sig->sketch = std::move(sketch);
   return Status::OK();

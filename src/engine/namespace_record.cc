@@ -1,7 +1,11 @@
 // See include/neardup/engine/namespace_record.h.
 #include "neardup/engine/namespace_record.h"
 
+#include <string>
+
 #include <nlohmann/json.hpp>
+
+#include "neardup/text/similarity.h"
 
 namespace neardup {
 
@@ -33,6 +37,7 @@ std::string EncodeNamespaceRecord(const NamespaceSettings& s, const Fingerprinte
   j["settings"] = nlohmann::json::parse(s.ToJson());
   j["scheme_id"] = FingerprintToHex(fp.scheme_id());
   j["scheme"] = fp.scheme_name();
+  j["anchor_scheme"] = kAnchorScheme;
   return j.dump();
 }
 
@@ -52,6 +57,7 @@ Result<NamespaceRecord> DecodeNamespaceRecord(const std::string& name, std::stri
   auto fp = MakeNamespaceFingerprinter(r.settings);
   if (!fp.ok()) return fp.status();
   r.fingerprinter = std::move(fp).value();
+  r.anchor_scheme = j.value("anchor_scheme", 1u);
   const std::string id = j["scheme_id"].get<std::string>();
   if (FingerprintToHex(r.fingerprinter->scheme_id()) != id) {
     return Status::FailedPrecondition("namespace \"" + name + "\" was written with fingerprint scheme " +
@@ -59,6 +65,13 @@ Result<NamespaceRecord> DecodeNamespaceRecord(const std::string& name, std::stri
                                       r.fingerprinter->scheme_name() + ": refusing to mix them");
   }
   return r;
+}
+
+Status RequireAnchorScheme(const std::string& name, const NamespaceRecord& record) {
+  if (record.anchor_scheme == kAnchorScheme) return Status::OK();
+  return Status::FailedPrecondition("namespace \"" + name + "\" holds anchor postings of anchor scheme " +
+                                    std::to_string(record.anchor_scheme) + "; this build files and probes scheme " +
+                                    std::to_string(kAnchorScheme) + " (docs/ACCURACY.md): recreate it");
 }
 
 }  // namespace neardup

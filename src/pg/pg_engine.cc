@@ -92,6 +92,7 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
                                          int64_t version) {
   auto record = DecodeNamespaceRecord(name, raw, "postgresql");
   if (!record.ok()) return record.status();
+  NEARDUP_RETURN_IF_ERROR(RequireAnchorScheme(name, *record));
   const nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
   auto info = std::make_shared<NsInfo>();
   info->name = name;

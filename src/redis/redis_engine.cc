@@ -195,6 +195,7 @@ std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, const 
 Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::string& raw) {
   auto record = DecodeNamespaceRecord(name, raw, "redis");
   if (!record.ok()) return record.status();
+  NEARDUP_RETURN_IF_ERROR(RequireAnchorScheme(name, *record));
   const nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
   auto bad = [&] { return Status::Corruption("namespace \"" + name + "\": unreadable record in redis"); };
   if (!j.contains("gen") || !j.contains("layout")) return bad();
@@ -389,6 +390,8 @@ struct CheckRun : CheckBasis {
       all_anchors = sig.sketch.anchors;
       const size_t a = std::min(static_cast<size_t>(rc().anchors), all_anchors.size());
       anchors.assign(all_anchors.begin(), all_anchors.begin() + static_cast<std::ptrdiff_t>(a));
+      for (size_t i = 0; i < all_anchors.size(); ++i) anchor_order.emplace_back(all_anchors[i], i);
+      std::sort(anchor_order.begin(), anchor_order.end());
     }
     prefixes = PrefixesOf(0, anchors.size(), {});
     // Every window a live record can be in (at most 64 back).
@@ -422,7 +425,9 @@ struct CheckRun : CheckBasis {
   bool store = false;  // a pending record is written (not a query, not expired on arrival)
   int k = 0;
   int read_radius = 0;
-  std::vector<uint32_t> all_anchors;  // the sketch's anchors (up to kAnchorCount), ascending
+  std::vector<uint32_t> all_anchors;  // the sketch's anchors (up to kAnchorCount), in its order
+  // (anchor, its index in all_anchors), ascending: to file a read record.
+  std::vector<std::pair<uint32_t, size_t>> anchor_order;
   std::vector<uint32_t> anchors;      // its first `anchors`: our records are appended under these
   std::vector<uint32_t> prefixes;     // their anchor bucket prefixes, distinct
   std::vector<uint32_t> filed;        // kept: marked under these (ChooseAnchors)
@@ -494,7 +499,7 @@ struct AnchorScan {
 };
 
 Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, AnchorScan* scan, size_t* records) {
-  const std::vector<uint32_t>& anchors = run.all_anchors;
+  const auto& order = run.anchor_order;
   const size_t cap = static_cast<size_t>(run.rc().anchor_max_postings);
   for (const RedisReply& reply : replies) {
     NEARDUP_RETURN_IF_ERROR(ReplyError(reply, "GET anchors"));
@@ -502,9 +507,9 @@ Status ScanAnchors(const CheckRun& run, std::span<const RedisReply> replies, Anc
     for (size_t off = 0; off + kAnchorRecord <= s.size(); off += kAnchorRecord, ++*records) {
       const auto x = static_cast<uint32_t>(DecodeFixed(s.data() + off, 4));
       const uint64_t raw = DecodeFixed(s.data() + off + 4, 8), id = raw & ~(kKeptMark | kDecidedMark);
-      const auto it = std::lower_bound(anchors.begin(), anchors.end(), x);
-      if (it == anchors.end() || *it != x || id == run.iid) continue;
-      const auto a = static_cast<size_t>(it - anchors.begin());
+      const auto it = std::lower_bound(order.begin(), order.end(), std::pair<uint32_t, size_t>{x, 0});
+      if (it == order.end() || it->first != x || id == run.iid) continue;
+      const size_t a = it->second;
       const bool first = a < run.anchors.size();
       std::vector<uint64_t>& kept = scan->kept[a];
       if ((raw & (kKeptMark | kDecidedMark)) == 0) {

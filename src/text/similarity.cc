@@ -171,6 +171,21 @@ void SmallestDistinct(const std::vector<uint32_t>& v, size_t keep, std::vector<u
 
 }  // namespace
 
+uint32_t AnchorPairKey(uint32_t lo, uint32_t hi) {
+  return static_cast<uint32_t>(Murmur3Fmix64((uint64_t{lo} << 32) | hi) >> 32);
+}
+
+void SketchAnchors(const uint32_t* mins, size_t n, std::vector<uint32_t>* out) {
+  out->clear();
+  auto add = [out](uint32_t key) {
+    if (out->size() < kAnchorCount && std::find(out->begin(), out->end(), key) == out->end()) out->push_back(key);
+  };
+  for (size_t i = 0; i < n && out->size() < kAnchorCount; ++i) {
+    add(mins[i]);
+    if (i + 1 < n) add(AnchorPairKey(mins[i], mins[i + 1]));
+  }
+}
+
 void ComputeSketch(std::string_view text, int n, ShingleSketch* out) {
   thread_local std::vector<uint32_t> cps;
   thread_local std::vector<uint32_t> values;
@@ -190,8 +205,7 @@ void ComputeSketch(std::string_view text, int n, ShingleSketch* out) {
   SmallestDistinct(values, kSketchSize, &out->mins);
   const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(values);
   out->num_shingles = static_cast<uint32_t>(std::min<size_t>(distinct, UINT32_MAX));
-  out->anchors.assign(out->mins.begin(), out->mins.begin() + static_cast<std::ptrdiff_t>(
-                                                                  std::min(kAnchorCount, out->mins.size())));
+  SketchAnchors(out->mins.data(), out->mins.size(), &out->anchors);
   if (values.capacity() > (size_t{1} << 20)) std::vector<uint32_t>().swap(values);
 }
 

@@ -29,7 +29,8 @@ Result<std::shared_ptr<const Fingerprinter>> MakeNamespaceFingerprinter(const Na
 // The pair rule's options (NearDupSet's policy) of a namespace's settings.
 NearDupOptions PolicyOf(const NamespaceSettings& settings);
 
-// {"settings": ..., "scheme_id": ..., "scheme": ...} and the fields of
+// {"settings": ..., "scheme_id": ..., "scheme": ..., "anchor_scheme": ...}
+// and the fields of
 // `store_fields` (a JSON object's text, "{}" for none).
 std::string EncodeNamespaceRecord(const NamespaceSettings& settings, const Fingerprinter& fp,
                                   std::string_view store_fields = "{}");
@@ -37,10 +38,21 @@ std::string EncodeNamespaceRecord(const NamespaceSettings& settings, const Finge
 struct NamespaceRecord {
   NamespaceSettings settings;
   std::shared_ptr<const Fingerprinter> fingerprinter;
+  // The anchor scheme (text/similarity.h) of the postings the store kept for
+  // this namespace: 1 for a record written before the field existed.
+  uint32_t anchor_scheme = 1;
 };
 // The settings and fingerprinter of a record EncodeNamespaceRecord wrote;
 // `where` names the store in the kCorruption message.
 Result<NamespaceRecord> DecodeNamespaceRecord(const std::string& name, std::string_view raw, std::string_view where);
+
+// kFailedPrecondition unless the record's anchor scheme is this build's. For
+// the stores that persist anchor postings (Redis Cluster, PostgreSQL): keys
+// of two schemes never meet, so a namespace mixing them would find no
+// candidates by anchor between old and new documents, and the exactly-one
+// protocols' shared keys would not be shared. The embedded store rebuilds its
+// postings from the sketches and reads any scheme.
+Status RequireAnchorScheme(const std::string& name, const NamespaceRecord& record);
 
 }  // namespace neardup
 

@@ -8,7 +8,7 @@
 //
 // Sketch scheme v2 (a compatibility contract like the fingerprint scheme:
 // sketches are persisted, see EncodeSignatureExtra in dedup/signature.h; any
-// change to what ComputeSketch returns is a new kSketchVersion):
+// change to steps 1-3 is a new kSketchVersion, to step 4 a new kAnchorScheme):
 //  1. The n-grams of the text's similarity text, exactly as text/shingles.h
 //     defines them (NFKC_Casefold, white space collapsed, punctuation kept,
 //     n code points; a shorter non-empty text is one n-gram).
@@ -17,11 +17,28 @@
 //     kSketchSize smallest distinct values, ascending ("bottom-k"). A text
 //     with at most kSketchSize distinct n-grams (about kSketchSize
 //     characters) is represented exactly.
-//  4. Anchors: the first kAnchorCount values of mins. Two sets with Jaccard
-//     similarity J share their smallest value with probability J, and one of
-//     their m smallest with probability close to 1 - (1 - J)^m: these are
-//     the keys under which NearDupSet finds candidates that the fingerprint
-//     misses (a prefix filter over the hash order, Xiao et al. 2008).
+//  4. Anchors (anchor scheme 2, kAnchorScheme): the keys under which
+//     NearDupSet finds candidates that the fingerprint misses (a prefix
+//     filter over the hash order, Xiao et al. 2008). In turn for
+//     i = 0, 1, ...: the value mins[i], then AnchorPairKey(mins[i],
+//     mins[i + 1]) when there is a next value; each unless equal to an
+//     earlier one, until kAnchorCount are taken.
+//     Two sets with Jaccard similarity J share their smallest value with
+//     probability J. But a single n-gram is shared by too many texts: over
+//     a corpus of millions nearly every character trigram is held by more
+//     than anchor_max_postings kept texts and becomes a stop key, and with
+//     values alone (scheme 1) reposts were then found by fingerprint
+//     distance only (on the short corpus the share found fell from 18.7 %
+//     to 8.0 % within 2M documents; docs/BENCHMARKS.md). A pair of
+//     neighbours in a text's hash order is held only by texts with both
+//     n-grams and none between them: a universe of U n-grams in texts of
+//     m gives about U * U / m such keys against U values, so they stay
+//     selective about U / m times longer (they too saturate in the end: a
+//     universe of U fixed n-grams admits no key that never does), and
+//     near-duplicates still share many: a pair of one text is a pair of
+//     the other with probability about J * 2J / (1 + J) (0.58 at J = 0.7).
+//     The values keep small corpora and low thresholds as well served as
+//     before; once they are stop keys, the pairs are probed instead.
 //
 // Similarity of texts A and B (EstimateSimilarity): let tau be the smaller of
 // the last values of the incomplete sketches (no limit if both are
@@ -50,6 +67,12 @@
 namespace neardup {
 
 inline constexpr uint32_t kSketchVersion = 2;
+// What the anchors of a sketch are (step 4). Stores that persist anchor
+// postings (Redis Cluster, PostgreSQL) record it per namespace and refuse a
+// namespace of another scheme; the embedded store rebuilds its postings from
+// the sketches' values, so it reads any. Decoded sketches (signature.h)
+// carry this scheme's anchors.
+inline constexpr uint32_t kAnchorScheme = 2;
 // Values kept per sketch (the k of bottom-k).
 inline constexpr size_t kSketchSize = 256;
 // Anchor values kept per sketch.
@@ -58,13 +81,20 @@ inline constexpr size_t kAnchorCount = 32;
 struct ShingleSketch {
   uint32_t num_shingles = 0;   // distinct shingle hashes of the text, exact
   std::vector<uint32_t> mins;  // the min(kSketchSize, num_shingles) smallest, strictly ascending
-  std::vector<uint32_t> anchors;  // the first min(kAnchorCount, mins.size()) values of mins
+  std::vector<uint32_t> anchors;  // SketchAnchors(mins): at most kAnchorCount, distinct
   // A text that yields no shingle (empty) or an unknown sketch.
   bool empty() const { return num_shingles == 0; }
   // mins holds every shingle of the text.
   bool complete() const { return num_shingles <= kSketchSize; }
   friend bool operator==(const ShingleSketch&, const ShingleSketch&) = default;
 };
+
+// The anchor of two neighbouring sketch values (step 4): a fixed 32-bit mix
+// of both, persisted like the values themselves.
+uint32_t AnchorPairKey(uint32_t lo, uint32_t hi);
+// Replaces *out with the anchors (step 4) of the n ascending sketch values
+// at `mins`.
+void SketchAnchors(const uint32_t* mins, size_t n, std::vector<uint32_t>* out);
 
 // Replaces *out with the sketch of the n-grams of `text` (raw UTF-8; scheme
 // v2 above); n in [kMinShingleSize, kMaxShingleSize] (shingles.h).
