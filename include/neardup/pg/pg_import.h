@@ -30,8 +30,8 @@
 // connection is lost. On any error nothing is written (the transaction is
 // rolled back), except a namespace created by the call.
 //
-// Memory: the decision's in-memory copy, ≈ 0.5 KB per kept short document
-// (its sketch bytes, id and indexes).
+// Memory: the decision's in-memory copy, ≈ 0.6–0.7 KB per kept short
+// document (its re-check bytes, id, hashes and postings): 5.5 GB for 9.35M.
 //
 // Thread-safety: one call uses one connection of its own; concurrent calls
 // for the same namespace serialize on its lock (the second finds it full).
