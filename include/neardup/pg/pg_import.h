@@ -24,7 +24,7 @@
 // Errors: kNotFound when the namespace does not exist and
 // options.create_settings is empty; kFailedPrecondition when it already holds
 // documents (rows in its tables, live or expired), or was created by an
-// earlier layout; kInvalidArgument for a document the service would refuse
+// earlier table layout or anchor scheme; kInvalidArgument for a document the service would refuse
 // (its position in the stream is in the message) or an error `next`
 // returns; kUnavailable when the database cannot be reached or the
 // connection is lost. On any error nothing is written (the transaction is
