@@ -15,6 +15,10 @@
 # rest up to N with synthetic rows in SQL (random fingerprint, content hash
 # and 16 random anchors; the re-check bytes copied from the real rows), for
 # a large N on a small machine. Default: REAL=N (all real).
+# IMPORT=FILE.jsonl: the preload is instead `neardup pg-import` of FILE's
+# first N lines (one transaction written with COPY, the rows the service's
+# checks would leave: docs/postgresql.md "Bulk import"); N then becomes the
+# number of documents kept (duplicates are not stored).
 # BASE_SERVE=/path/to/an/earlier/neardup-serve: A/B. The same documents are
 # copied into a second database (`base`) whose namespace that build
 # creates (the documents' table has the same columns in both layouts), and
@@ -73,6 +77,14 @@ log "   PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'), shared_buf
 
 # ---- preload (not durable: synchronous_commit off for this instance only) ----
 have=$(stored)
+if [[ -n ${IMPORT:-} ]] && ((have == 0)); then
+  t0=$(date +%s.%N)
+  head -n "$N" "$IMPORT" | /usr/bin/time -f "pg-import: wall %e s, cpu %U+%S s, max RSS %M kB" \
+    "${NEARDUP_BIN:-./build/neardup}" pg-import --store "$URI" --namespace "$NS" -i - 2>&1 | grep -v "decided" | tee -a "$OUT"
+  t1=$(date +%s.%N)
+  log "import: $N lines of $IMPORT in $(printf %.0f "$(echo "$t1 - $t0" | bc)") s ($(echo "$N / ($t1 - $t0)" | bc) lines/s)"
+fi
+if [[ -n ${IMPORT:-} ]]; then have=$(stored); N=$have; REAL=$have; fi
 if ((have < REAL)); then
   serve 0 "$SERVE" "$URI?options=-c%20synchronous_commit%3Doff&pool_size=24"
   t0=$(date +%s.%N)

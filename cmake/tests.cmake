@@ -13,7 +13,7 @@
 # (tests/engine_contract_test.cc; the local one is "LocalEngine/*", unit).
 set(NEARDUP_REDIS_SUITES "RedisClusterTest.*:RedisParityTest.*:RedisEngineTest.*:RedisFailover.*:RedisRecheckTest.*:RedisEngine/*")
 # "PgEngine/*": the PostgreSQL instantiation of the contract suite.
-set(NEARDUP_PG_SUITES "PgEngineTest.*:PgEngineOptions.*:PgEngine/*")
+set(NEARDUP_PG_SUITES "PgEngineTest.*:PgEngineOptions.*:PgEngine/*:PgImportTest.*")
 set(NEARDUP_THREADED "*Thread*:*Parallel*:*Concurren*:*BatchSearch*:*Determinis*:HttpServerTest.*")
 # RocksStoreTest.ConcurrentApplyFromFourThreads exercises RocksDB's own write
 # group (many threads calling DB::Write): the leader hands results back to

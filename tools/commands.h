@@ -90,6 +90,7 @@ void AddDistanceCommand(CLI::App& app, int* exit_code);
 void AddPairsCommand(CLI::App& app, int* exit_code);    // tools/cmd_pairs.cc
 void AddIdfCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);  // tools/cmd_serve.cc (neardup-serve)
+void AddPgImportCommand(CLI::App& app, int* exit_code);  // tools/cmd_pg_import.cc (neardup-serve)
 // `neardup serve` in the batch program: listed in --help, run by ExecServe,
 // which replaces the process with neardup-serve (tools/serve_exec.cc).
 void AddServeStub(CLI::App& app);

@@ -10,7 +10,9 @@
 int main(int argc, char** argv) {
   using namespace neardup::cli;
   CommandLine().assign(argv, argv + argc);
-  if (argc >= 2 && std::string(argv[1]) == "serve") return ExecServe(argc, argv);
+  if (argc >= 2 && (std::string(argv[1]) == "serve" || std::string(argv[1]) == "pg-import")) {
+    return ExecServe(argc, argv);
+  }
   const std::string version = std::string("neardup ") + kVersion + " (fingerprint scheme v" +
                               std::to_string(neardup::kSchemeVersion) + ")";
   CLI::App app{"neardup: near-duplicate text detection (64-bit simhash + exact Hamming index)",

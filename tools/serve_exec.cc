@@ -1,4 +1,4 @@
-// `neardup serve`: the service lives in its own program, neardup-serve, so
+// `neardup serve` (and `neardup pg-import`): the service lives in its own program, neardup-serve, so
 // the batch program links no RocksDB, hiredis or HTTP code. This stub lists
 // the command in `neardup --help` and replaces the process with
 // neardup-serve (the same pid, so signals and supervisors see no change).
@@ -28,7 +28,9 @@ int ExecServe(int argc, char** argv) {
   const std::string program = ServeProgramPath();
   std::vector<char*> args;
   args.push_back(const_cast<char*>(program.c_str()));
-  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  // neardup-serve takes serve's arguments alone, or "pg-import" and its own.
+  const bool import = std::string(argv[1]) == "pg-import";
+  for (int i = import ? 1 : 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execv(program.c_str(), args.data());
   std::fprintf(stderr,
@@ -43,6 +45,9 @@ void AddServeStub(CLI::App& app) {
   app.add_subcommand("serve",
                      "Run the deduplication service: HTTP/JSON API over a durable local store "
                      "(docs/http-api.md); 'neardup serve --help' lists its options");
+  app.add_subcommand("pg-import",
+                     "Fill an empty namespace of a PostgreSQL store from a JSONL file in one transaction "
+                     "(docs/postgresql.md); 'neardup pg-import --help' lists its options");
 }
 
 }  // namespace neardup::cli

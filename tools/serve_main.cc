@@ -1,5 +1,6 @@
 // neardup-serve: the service program, normally started as `neardup serve`
-// (tools/serve_exec.cc). Its arguments are those that follow "serve".
+// (tools/serve_exec.cc). Its arguments are those that follow "serve", or
+// "pg-import" and that command's (`neardup pg-import`).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -14,9 +15,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = kExitOk;
   AddServeCommand(app, &exit_code);
+  AddPgImportCommand(app, &exit_code);
+  // "pg-import ..." names its command; anything else is serve's arguments.
+  const bool import = argc >= 2 && std::string(argv[1]) == "pg-import";
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
-  args.emplace_back("serve");  // CLI11 takes the arguments reversed
+  if (!import) args.emplace_back("serve");  // CLI11 takes the arguments reversed
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {

@@ -249,6 +249,17 @@ std::optional<HttpResponse> PrepareBatch(const Context& c, const std::string& ns
 
 }  // namespace
 
+Result<DocumentInput> ParseDocumentLine(std::string_view line) {
+  auto j = ParseBody(line);
+  if (!j.ok()) {
+    // ParseBody speaks of a request body; here it is a line.
+    std::string msg = j.status().message();
+    if (msg.starts_with("request body")) msg.replace(0, 12, "the line");
+    return Status::InvalidArgument(msg);
+  }
+  return ParseDocument(j.value());
+}
+
 HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::vector<Result<CheckOutcome>>& outcomes) {
   if (!s.ok()) return FromStatus(s);
   if (outcomes.size() != p.valid.size()) {

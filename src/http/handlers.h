@@ -5,6 +5,7 @@
 #define NEARDUP_HTTP_HANDLERS_H_
 
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct PendingChecks {
 // *pending for the engine and the returned response is unused.
 HttpResponse Dispatch(Engine& engine, const HttpRequest& request, const HttpApiOptions& options,
                       std::string* route_name, std::optional<PendingChecks>* pending);
+
+// One document given as a JSON object on a line of its own (a bulk import's
+// input line): the same fields and rules as a document of a batch request
+// ("id", "text", optionally "timestamp").
+Result<DocumentInput> ParseDocumentLine(std::string_view line);
 
 // The answer to a check-type request once the engine is done.
 HttpResponse RenderChecks(const PendingChecks& p, const Status& s, const std::vector<Result<CheckOutcome>>& outcomes);

@@ -206,6 +206,43 @@ std::string PgConn::Literal(std::string_view s) {
 
 std::string PgConn::ByteaLiteral(std::string_view raw) { return "'" + PgBytea(raw) + "'::bytea"; }
 
+void PgCopyField(const std::optional<std::string>& value, std::string* line) {
+  if (!value) {
+    line->append("\\N");
+    return;
+  }
+  for (char c : *value) {
+    switch (c) {
+      case '\\': line->append("\\\\"); break;
+      case '\t': line->append("\\t"); break;
+      case '\n': line->append("\\n"); break;
+      case '\r': line->append("\\r"); break;
+      default: line->push_back(c);
+    }
+  }
+}
+
+Status PgConn::CopyBegin(const std::string& sql) {
+  NEARDUP_RETURN_IF_ERROR(Ensure());
+  PgResultPtr r(PQexec(conn_, sql.c_str()));
+  if (r && PQresultStatus(r.get()) == PGRES_COPY_IN) return Status::OK();
+  return Finish(r.release()).status();
+}
+
+Status PgConn::CopyPut(std::string_view rows) {
+  if (conn_ == nullptr || PQputCopyData(conn_, rows.data(), static_cast<int>(rows.size())) != 1) {
+    return Finish(nullptr).status();  // the connection is gone
+  }
+  return Status::OK();
+}
+
+Status PgConn::CopyEnd() {
+  if (conn_ == nullptr || PQputCopyEnd(conn_, nullptr) != 1) return Finish(nullptr).status();
+  PgResultPtr r(PQgetResult(conn_));
+  while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+  return Finish(r.release()).status();
+}
+
 PgPool::PgPool(const std::string& conninfo, int size) {
   for (int i = 0; i < size; ++i) {
     conns_.push_back(std::make_unique<PgConn>(conninfo));

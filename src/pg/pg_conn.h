@@ -69,6 +69,10 @@ std::string PgArray(const std::vector<Int>& v) {
   return s + "}";
 }
 
+// Appends one field of a COPY text-format row: \N for NULL, else the value
+// with backslash, tab, newline and carriage return escaped.
+void PgCopyField(const std::optional<std::string>& value, std::string* line);
+
 // One statement of a pipeline (PgConn::Run).
 struct PgStmt {
   std::string sql;
@@ -94,6 +98,13 @@ class PgConn {
   // failure fails the call (the later statements are skipped by the server;
   // a transaction they opened is rolled back).
   Result<std::vector<PgRows>> Run(const std::vector<PgStmt>& stmts);
+  // COPY ... FROM STDIN (text format): CopyBegin sends the statement,
+  // CopyPut sends rows (each line escaped by the caller: PgCopyField),
+  // CopyEnd finishes it with the server's verdict. A failure leaves the
+  // connection as any failed statement does (its transaction rolled back).
+  Status CopyBegin(const std::string& sql);
+  Status CopyPut(std::string_view rows);
+  Status CopyEnd();
   // Drops the connection (a test's simulated crash; a lost connection).
   void Close();
   // Whether the last failure may succeed when the whole transaction is

@@ -23,6 +23,7 @@
 #include "neardup/text/fingerprint.h"
 #include "neardup/text/similarity.h"
 #include "pg/pg_conn.h"
+#include "pg/pg_rule.h"
 #include "engine/shared_store_engine.h"
 
 namespace neardup {
@@ -78,36 +79,9 @@ BEGIN
 END $f$;
 )SQL";
 
-// A namespace as stored in neardup_namespaces.record (JSON) and cached.
-struct NsInfo {
-  std::string name;
-  std::string raw;
-  int64_t gen = 0;
-  int64_t version = 0;
-  NamespaceSettings settings;
-  int64_t window_ms = 0;
-  int design_k = 3;
-  std::shared_ptr<const Fingerprinter> fp;
-  int64_t loaded_ms = 0;
+}  // namespace
 
-  NearDupOptions Policy() const { return PolicyOf(settings); }
-  int blocks() const { return design_k + 1; }
-  // Table t's key: bits [64 t / n, 64 (t+1) / n) of the fingerprint. Two
-  // fingerprints within design_k bits agree on at least one (pigeonhole).
-  int64_t BlockKey(uint64_t fp_value, int t) const {
-    const int n = blocks(), lo = 64 * t / n, hi = 64 * (t + 1) / n;
-    return static_cast<int64_t>((fp_value >> lo) & ((uint64_t{1} << (hi - lo)) - 1));
-  }
-  int64_t Cutoff(int64_t now) const {
-    return settings.retention_seconds > 0 ? now - settings.retention_seconds * 1000
-                                          : std::numeric_limits<int64_t>::min();
-  }
-  int64_t Window(int64_t ts) const { return FloorDiv(ts, window_ms); }
-  std::string Table(const char* what) const { return "nd_" + std::to_string(gen) + "_" + what; }
-  std::string Partition(const char* what, int64_t w) const {
-    return Table(what) + "_w" + (w < 0 ? "n" + std::to_string(-w) : std::to_string(w));
-  }
-};
+namespace pg_internal {
 
 std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, int64_t window_ms, int design_k) {
   return EncodeNamespaceRecord(
@@ -139,128 +113,11 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
   }
   return info;
 }
+}  // namespace pg_internal
 
-// Advisory lock keys: a 64-bit hash of (what, namespace generation, value).
-// A collision only makes two unrelated checks wait for each other.
-int64_t LockKey(char kind, int64_t gen, std::string_view value) {
-  std::string buf(1, kind);
-  buf.append(reinterpret_cast<const char*>(&gen), sizeof gen);
-  buf.append(value);
-  return static_cast<int64_t>(XXH3_64bits(buf.data(), buf.size()));
-}
-int64_t LockKey(char kind, int64_t gen, uint64_t value) {
-  return LockKey(kind, gen, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
-}
-int64_t NamespaceLockKey(std::string_view name) { return LockKey('n', 0, name); }
+namespace {
+using namespace pg_internal;
 
-// A stored document read back as a candidate.
-struct Row {
-  int64_t no = 0;
-  std::string id;
-  int64_t ts = 0;
-  uint64_t fp = 0;
-  uint64_t ch = 0;
-  bool hf = false;
-  DocSignature sig;  // content_hash, fingerprint, has_features and (when stored) the sketch
-};
-
-// One check: what it derives from the document and the namespace.
-struct CheckRun : CheckBasis {
-  CheckRun(const NsInfo& ns, const DocumentInput& d, CheckMode m, int64_t now)
-      : CheckBasis(*ns.fp, ns.Policy(), d, m, ns.Cutoff(now), now), n(ns) {
-    if (sketched && policy.recheck.anchors > 0) anchors = sig.sketch.anchors;
-    // NearDupSet::SearchRadius: short texts search max(k, short_k).
-    radius = sketched && IsShortText(policy.recheck, sig.num_chars) ? std::max(policy.k, policy.recheck.short_k)
-                                                                    : policy.k;
-  }
-  const NsInfo& n;
-  int radius = 0;
-  std::vector<uint32_t> anchors;   // all of the sketch's anchors (up to kAnchorCount)
-  std::vector<int64_t> probed;     // documents filed under the anchors it probes
-  std::vector<uint32_t> filed;     // stored: filed under these
-};
-
-// A kept document filed under an anchor, and its sketch's n-gram count.
-struct Posting {
-  int64_t no = 0;
-  uint32_t shingles = 0;
-};
-
-// The embedded store's anchor choice (NearDupSet): probe the first
-// `anchors` anchors that are not stop keys (more than anchor_max_postings
-// kept documents filed), file under the first max(anchors, 16) of them.
-// `postings[a]` = the documents filed under anchors[a] (at most cap + 1 read).
-// A probed candidate whose n-gram count fails the pair rule's size test is
-// not read: DecidePair would reject it (pair_rule.h, ShingleCountsRuleOut).
-void ChooseAnchors(CheckRun& run, const std::vector<std::vector<Posting>>& postings) {
-  const auto cap = static_cast<size_t>(run.policy.recheck.anchor_max_postings);
-  std::vector<size_t> probe, filed;
-  (void)ChooseAnchors(run.policy.recheck, run.anchors.size(), [&](size_t a) { return postings[a].size() > cap ? 1 : 0; },
-                      &probe, &filed);
-  const uint32_t mine = run.sig.sketch.num_shingles;
-  const bool by_size = run.policy.recheck.enabled && mine != 0;
-  for (size_t a : probe) {
-    for (const Posting& p : postings[a]) {
-      if (by_size && p.shingles != 0 && ShingleCountsRuleOut(run.policy.recheck.threshold, mine, p.shingles)) continue;
-      run.probed.push_back(p.no);
-    }
-  }
-  for (size_t a : filed) run.filed.push_back(run.anchors[a]);
-  std::sort(run.probed.begin(), run.probed.end());
-  run.probed.erase(std::unique(run.probed.begin(), run.probed.end()), run.probed.end());
-}
-
-// An accepted match and the row it names.
-struct Accepted {
-  DuplicateMatch m;
-  const Row* row;
-};
-
-// NearDupSet::FindDuplicate's rule over the rows read: the first kept copy
-// of the same text that passes the pair rule, then every fingerprint (within
-// the radius) or anchor candidate that passes it, ranked by RanksBefore.
-std::vector<Accepted> Decide(const CheckRun& run, const std::vector<Row>& rows) {
-  std::vector<Accepted> out;
-  const PairSide doc = PairSide::Of(run.sig);
-  auto accept = [&](const Row& r, int distance, Accepted* a) {
-    const PairDecision d = DecidePair(run.policy, doc, PairSide::Of(r.sig), distance);
-    a->m.id = static_cast<DocId>(r.no);
-    a->m.distance = distance;
-    a->m.similarity = d.similarity;
-    a->m.rechecked = d.rechecked;
-    a->m.similarity_exact = d.exact;
-    a->m.exact = r.ch == run.sig.content_hash;
-    a->row = &r;
-    return d.duplicate;
-  };
-  // Rows come ordered by number (the order documents were kept in).
-  const Row* first_exact = nullptr;
-  for (const Row& r : rows) {
-    if (r.ch != run.sig.content_hash) continue;
-    Accepted a;
-    if (accept(r, 0, &a)) {
-      out.push_back(a);
-      first_exact = &r;
-      break;
-    }
-  }
-  if (!run.sig.has_features) return out;
-  std::vector<Accepted> near;
-  for (const Row& r : rows) {
-    if (&r == first_exact || !r.hf) continue;
-    const int distance = std::popcount(r.fp ^ run.sig.fingerprint);
-    const bool by_anchor = std::binary_search(run.probed.begin(), run.probed.end(), r.no);
-    if (distance > run.radius && !by_anchor) continue;
-    Accepted a;
-    if (accept(r, distance, &a)) near.push_back(a);
-  }
-  const bool by_similarity = run.policy.recheck.enabled;
-  auto rank = [](const Accepted& a) { return MatchRank{false, a.m.similarity, a.m.distance, a.m.id}; };
-  std::sort(near.begin(), near.end(),
-            [&](const Accepted& a, const Accepted& b) { return RanksBefore(rank(a), rank(b), by_similarity); });
-  out.insert(out.end(), near.begin(), near.end());
-  return out;
-}
 
 class PgEngine final : public SharedStoreEngine {
  public:
@@ -582,13 +439,7 @@ class PgEngine final : public SharedStoreEngine {
       std::lock_guard lk(part_mu_);
       if (parts_.count(key)) return Status::OK();
     }
-    const std::string lo = std::to_string(w * n.window_ms), hi = std::to_string((w + 1) * n.window_ms);
-    std::string sql = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) + ");";
-    for (const char* t : {"docs", "dups", "anchors"}) {
-      sql += "CREATE TABLE IF NOT EXISTS " + n.Partition(t, w) + " PARTITION OF " + n.Table(t) + " FOR VALUES FROM (" +
-             lo + ") TO (" + hi + ");";
-    }
-    sql += "COMMIT";
+    const std::string sql = "BEGIN; " + PartitionDdlLockSql(n) + PartitionsSql(n, w) + "COMMIT";
     NEARDUP_RETURN_IF_ERROR(c.ExecMulti(sql).status());
     std::lock_guard lk(part_mu_);
     parts_.insert(key);
@@ -619,8 +470,7 @@ class PgEngine final : public SharedStoreEngine {
       const bool neg = !ws.empty() && ws[0] == 'n';
       const int64_t w = (neg ? -1 : 1) * std::atoll(ws.c_str() + (neg ? 1 : 0));
       if ((w + 1) * n.window_ms > cutoff) continue;
-      auto dropped = c.ExecMulti("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) +
-                                 "); " + CounterSqlExpired(n, n.Partition("docs", w)) + "; DROP TABLE IF EXISTS " +
+      auto dropped = c.ExecMulti("BEGIN; " + PartitionDdlLockSql(n) + CounterSqlExpired(n, n.Partition("docs", w)) + "; DROP TABLE IF EXISTS " +
                                  n.Partition("docs", w) + ", " + n.Partition("dups", w) + ", " +
                                  n.Partition("anchors", w) + "; COMMIT");
       if (!dropped.ok()) continue;  // a peer dropped it, or a lock wait: next time
@@ -765,42 +615,26 @@ class PgEngine final : public SharedStoreEngine {
       if (!rr.null(i, 6)) (void)DecodeSignatureExtra(rr.bytes(i, 6), &row.sig);  // undecodable: no sketch
       rows.push_back(std::move(row));
     }
-    const Row* replay = nullptr;
-    for (const Row& row : rows) {
-      if (row.id == doc.id && replay == nullptr) replay = &row;
-    }
+    // 3. Decide (NearDupSet's rule), or a replay.
+    const Judgement j = Judge(run, rows, n.settings.max_matches, may_store);
     CheckOutcome& out = run.out;
+    if (query) return std::move(out);
     std::vector<PgStmt> writes;
-    if (!query && replay != nullptr) {
+    if (j.replay != nullptr) {
       // Idempotent re-send: the earlier answer stored it; nothing changes.
-      out.stored = true;
-      out.replay = true;
-      out.fingerprint = replay->fp;
-      out.has_features = replay->hf;
       writes.push_back(CounterStmt(n, ConnSlot(c), 1, 0, 0, 0));
       writes.push_back({"COMMIT", {}});
       auto done = c.Run(writes);
       if (!done.ok()) return done.status();
       return std::move(out);
     }
-    // 3. Decide (NearDupSet's rule).
-    const std::vector<Accepted> accepted = Decide(run, rows);
-    for (const Accepted& a : accepted) {
-      if (static_cast<int>(out.matches.size()) >= n.settings.max_matches) break;
-      out.matches.push_back(MatchedDocument{a.row->id, a.m.distance, a.m.similarity, SimilarityIsExact(a.m),
-                                            a.m.exact, a.row->ts});
-    }
-    out.duplicate = !out.matches.empty();
-    if (query) return std::move(out);
-    const bool store = may_store && (mode == CheckMode::kInsertAlways || !out.duplicate);
+    const bool store = j.store;
     // 4. Write and commit.
     if (store) writes.push_back(InsertStmt(n, run));
-    if (out.duplicate && !store && mode == CheckMode::kCheckAndInsert && may_store) {
-      const Accepted& best = accepted.front();
+    if (j.dup_row) {
       writes.push_back({"INSERT INTO " + n.Table("dups") +
                             " (id, ts, kept_no, distance, similarity) VALUES ($1, $2, $3, $4, $5)",
-                        {doc.id, std::to_string(run.ts), std::to_string(best.row->no), std::to_string(best.m.distance),
-                         std::to_string(best.m.similarity)}});
+                        DuplicateRowValues(run, j.accepted.front())});
     }
     writes.push_back(CounterStmt(n, ConnSlot(c), 1, out.duplicate ? 1 : 0, 0, store ? 1 : 0));
     writes.push_back({"COMMIT", {}});
@@ -814,34 +648,16 @@ class PgEngine final : public SharedStoreEngine {
     return std::move(out);
   }
 
-  // The kept document's row: its blocks (NULL without features), the
-  // anchors it is filed under and its re-check data (NULL with the re-check
-  // off).
+  // The kept document's row (KeptRowValues) and, in the same statement, its
+  // postings: one row per anchor it is filed under.
   static PgStmt InsertStmt(const NsInfo& n, const CheckRun& run) {
-    std::string sql = "INSERT INTO " + n.Table("docs") + " (no, id, ts, fp, ch, hf, anchors, extra";
-    std::string values = "nextval('" + n.Table("no") + "'), $1, $2, $3, $4, $5, $6::int[], $7::bytea";
     PgStmt st;
-    st.params = {run.doc.id, std::to_string(run.ts), std::to_string(static_cast<int64_t>(run.sig.fingerprint)),
-                 std::to_string(static_cast<int64_t>(run.sig.content_hash)), run.sig.has_features ? "t" : "f"};
-    if (run.sketched) {
-      std::vector<int32_t> filed;
-      for (uint32_t a : run.filed) filed.push_back(static_cast<int32_t>(a));
-      st.params.push_back(PgArray(filed));
-      st.params.push_back(PgBytea(EncodeSignatureExtra(run.sig)));
-    } else {
-      st.params.push_back(std::nullopt);
-      st.params.push_back(std::nullopt);
-    }
-    for (int t = 0; t < n.blocks(); ++t) {
-      sql += ", b" + std::to_string(t);
-      values += ", $" + std::to_string(8 + t);
-      st.params.push_back(run.sig.has_features ? std::optional<std::string>(std::to_string(n.BlockKey(run.sig.fingerprint, t)))
-                                               : std::nullopt);
-    }
-    st.sql = sql + ") VALUES (" + values + ")";
+    st.params = KeptRowValues(n, run);
+    std::string values = "nextval('" + n.Table("no") + "')";
+    for (size_t i = 1; i <= st.params.size(); ++i) values += ", $" + std::to_string(i);
+    st.sql = "INSERT INTO " + n.Table("docs") + " (no, " + KeptRowColumns(n) + ") VALUES (" + values + ")";
     if (run.sketched && !run.filed.empty()) {
-      // Its postings in the same statement: one row per anchor it is filed under.
-      st.params.push_back(std::to_string(static_cast<int32_t>(run.sig.sketch.num_shingles)));
+      st.params.push_back(PostingShingles(run));
       st.sql = "WITH d AS (" + st.sql + " RETURNING no, ts, anchors) INSERT INTO " + n.Table("anchors") +
                " (anchor, shingles, ts, no) SELECT a, $" + std::to_string(st.params.size()) +
                "::int, d.ts, d.no FROM d, unnest(d.anchors) a";
@@ -872,6 +688,10 @@ class PgEngine final : public SharedStoreEngine {
 };
 
 thread_local bool PgEngine::stale_retry_ = false;
+
+}  // namespace
+
+namespace pg_internal {
 
 // Our own parameters on the URI (pool_size, retry_budget_ms,
 // windows_per_retention) are taken out; the rest goes to libpq.
@@ -910,7 +730,7 @@ Status TakeUriOptions(PgEngineOptions* o, std::string* conninfo) {
   return Status::OK();
 }
 
-}  // namespace
+}  // namespace pg_internal
 
 Result<std::unique_ptr<Engine>> OpenPgEngine(const PgEngineOptions& given) {
   PgEngineOptions options = given;

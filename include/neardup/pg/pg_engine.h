@@ -34,6 +34,9 @@
 // the retry could not finish: the check is then either committed (a retry
 // with the same id answers replay) or not at all, never answered wrongly.
 //
+// Bulk loading: an empty namespace can be filled in one transaction by
+// ImportIntoPg (pg_import.h), with the rows these checks would write.
+//
 // Ownership: the engine owns its connections (a pool opened by
 // OpenPgEngine, closed by the destructor). Tables live in the database and
 // outlive the engine.
