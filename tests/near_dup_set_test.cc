@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -335,6 +336,43 @@ TEST(NearDupSet, RepostsAreFoundWhenEverySingleValueIsAStopKey) {
   }
   ASSERT_GE(trials, 15);
   EXPECT_EQ(found, trials);
+}
+
+// Ids past 31 bits move the anchor table to wide words mid-stream
+// (anchor_table.h): a set whose later ids are huge answers as one whose ids
+// are small, through anchors alone (radius 0).
+TEST(NearDupSet, IdsPast31BitsAnswerAsSmallOnes) {
+  NearDupOptions o;
+  o.k = 0;
+  o.recheck.short_k = 0;
+  auto small = std::move(NearDupSet::Create(o)).value();
+  auto huge = std::move(NearDupSet::Create(o)).value();
+  const DocId shift = NearDupSet::kMaxDocId - 10'000;
+  std::mt19937 rng(5);
+  auto text = [&rng] {
+    std::string t;
+    for (int i = 0; i < 60; ++i) t.push_back(static_cast<char>('a' + rng() % 10));
+    return t;
+  };
+  std::vector<std::string> texts;
+  int found = 0;
+  for (DocId id = 0; id < 2000; ++id) {
+    texts.push_back(text());
+    std::string repost = texts[rng() % texts.size()];
+    repost[30] = static_cast<char>('a' + (repost[30] - 'a' + 1) % 10);
+    std::optional<DuplicateMatch> a, b;
+    ASSERT_TRUE(small->FindDuplicate(Analyzed(repost), &a).ok());
+    ASSERT_TRUE(huge->FindDuplicate(Analyzed(repost), &b).ok());
+    ASSERT_EQ(a.has_value(), b.has_value()) << id;
+    if (a) {
+      ++found;
+      EXPECT_EQ(a->id + (a->id >= 1000 ? shift : 0), b->id);
+    }
+    ASSERT_TRUE(small->Insert(id, Analyzed(texts.back())).ok());
+    ASSERT_TRUE(huge->Insert(id + (id >= 1000 ? shift : 0), Analyzed(texts.back())).ok());
+  }
+  EXPECT_GT(found, 1000);
+  EXPECT_EQ(huge->Insert(NearDupSet::kMaxDocId + 1, Analyzed(text())).code(), Status::Code::kInvalidArgument);
 }
 
 // The anchor table (split into segments that grow on their own) after many

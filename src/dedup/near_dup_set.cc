@@ -7,6 +7,7 @@
 #include <numbers>
 #include <string>
 
+#include "dedup/anchor_table.h"
 #include "dedup/sketch_arena.h"
 #include "neardup/dedup/setting.h"
 #include "util/hash.h"
@@ -18,135 +19,7 @@ namespace neardup {
 // holds them).
 namespace near_dup_set_internal {
 
-// ---- AnchorTable -------------------------------------------------------------
-// anchor (u32) -> kept document ids. Most anchors are held by one document,
-// whose id is stored in the slot itself; more go to a side list. A key that
-// receives more than `cap` documents becomes a stop key for good (its list
-// is freed).
-class AnchorTable {
- public:
-  bool IsStop(uint32_t key) const {
-    const Slot* s = Find(key);
-    return s != nullptr && s->n == kStop;
-  }
-
-  void Prefetch(uint32_t key) const { table_.Prefetch(Murmur3Fmix64(key)); }
-
-  // Appends the ids under key to *out; false (and nothing) for a stop key.
-  bool Collect(uint32_t key, std::vector<DocId>* out) const {
-    const Slot* s = Find(key);
-    if (s == nullptr) return true;
-    if (s->n == kStop) return false;
-    if (s->n == 1) {
-      out->push_back(s->v);
-    } else {
-      const auto& l = lists_[s->v];
-      out->insert(out->end(), l.begin(), l.end());
-    }
-    return true;
-  }
-
-  void Add(uint32_t key, DocId id, uint32_t cap) {
-    Slot* s = Find(key);
-    if (s == nullptr) {
-      s = table_.Insert(Murmur3Fmix64(key), Slot{key, 1, id});
-      if (cap == 0) MakeStop(s);
-      return;
-    }
-    if (s->n == kStop) return;
-    if (s->n + 1 > cap) {
-      MakeStop(s);
-      return;
-    }
-    if (s->n == 1) {
-      const uint64_t list = NewList();
-      lists_[list].push_back(s->v);
-      list_ids_ += lists_[list].capacity();
-      s->v = list;
-    }
-    auto& l = lists_[s->v];
-    list_ids_ -= l.capacity();
-    l.push_back(id);
-    list_ids_ += l.capacity();
-    ++s->n;
-  }
-
-  void Remove(uint32_t key, DocId id) {
-    Slot* s = Find(key);
-    if (s == nullptr || s->n == kStop) return;
-    if (s->n == 1) {
-      if (s->v == id) table_.Erase(s);
-      return;
-    }
-    auto& l = lists_[s->v];
-    auto it = std::find(l.begin(), l.end(), id);
-    if (it == l.end()) return;
-    l.erase(it);
-    if (--s->n == 1) {
-      const DocId last = l[0];
-      FreeList(s->v);
-      s->v = last;
-    }
-  }
-
-  uint64_t stops_made() const { return stops_made_; }
-
-  // Constant time (a batch job's progress line shows it): the lists' heap
-  // bytes are counted as they change.
-  size_t MemoryBytes() const {
-    return table_.MemoryBytes() + lists_.size() * sizeof(std::vector<DocId>) + free_.capacity() * sizeof(uint64_t) +
-           list_ids_ * sizeof(DocId);
-  }
-
- private:
-  static constexpr uint32_t kStop = UINT32_MAX;
-  struct Slot {
-    uint32_t key = 0;
-    uint32_t n = 0;  // 0: empty; kStop: stop key; 1: v is the id; else v indexes lists_
-    uint64_t v = 0;
-  };
-  struct Ops {
-    static uint64_t Hash(const Slot& s) { return Murmur3Fmix64(s.key); }
-    static bool Empty(const Slot& s) { return s.n == 0; }
-  };
-
-  const Slot* Find(uint32_t key) const {
-    return table_.Find(Murmur3Fmix64(key), [key](const Slot& s) { return s.key == key; });
-  }
-  Slot* Find(uint32_t key) {
-    return table_.Find(Murmur3Fmix64(key), [key](const Slot& s) { return s.key == key; });
-  }
-
-  void MakeStop(Slot* s) {
-    if (s->n >= 2 && s->n != kStop) FreeList(s->v);
-    s->n = kStop;
-    ++stops_made_;
-    s->v = 0;
-  }
-
-  uint64_t NewList() {
-    if (!free_.empty()) {
-      const uint64_t l = free_.back();
-      free_.pop_back();
-      return l;
-    }
-    lists_.emplace_back();
-    return lists_.size() - 1;
-  }
-  void FreeList(uint64_t l) {
-    list_ids_ -= lists_[l].capacity();
-    std::vector<DocId>().swap(lists_[l]);
-    free_.push_back(l);
-  }
-
-  internal::SegmentedTable<Slot, Ops> table_;
-  // A deque: growing it never moves the lists already there (a vector's
-  // doubling copied millions of them at once).
-  std::deque<std::vector<DocId>> lists_;
-  std::vector<uint64_t> free_;
-  size_t list_ids_ = 0;  // the lists' capacities, summed
-  uint64_t stops_made_ = 0;
-};
+using internal::AnchorTable;
 
 // 64-bit key -> 64-bit value slots (value UINT64_MAX: empty); a key may
 // repeat (the exact-match table is a multimap).
@@ -529,7 +402,7 @@ bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
 
 Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed) {
   if (indexed != nullptr) indexed->clear();
-  if (id == KeyValueSlot::kEmptyValue) return Status::InvalidArgument("id UINT64_MAX is reserved");
+  if (id > kMaxDocId) return Status::InvalidArgument("ids must be below 2^63 - 1, got " + std::to_string(id));
   if (!doc.has_features) {
     // Featureless documents are not in the index; keep ids unique anyway.
     thread_local std::vector<DocId> same;

@@ -28,8 +28,8 @@
 // candidate within k is a duplicate, nearest first, then smallest id.
 //
 // Ids are chosen by the caller (the batch job uses input sequence numbers;
-// the service its internal document numbers), must be unique and below
-// UINT64_MAX (the tables' empty mark).
+// the service its internal document numbers), must be unique and at most
+// kMaxDocId.
 //
 // Thread-safety: const methods may run concurrently; Insert/Remove/set_k/
 // SetPolicy need exclusive access (the service holds its namespace lock).
@@ -87,7 +87,12 @@ class NearDupSet {
   std::optional<DuplicateMatch> Combine(const DocSignature& doc, const std::optional<DuplicateMatch>& older,
                                         const std::optional<DuplicateMatch>& newer) const;
 
-  // Adds a kept document. kAlreadyExists if `id` is present; with a sketch
+  // The largest id Insert takes (the anchor table's widest word tags lists
+  // with the top bit).
+  static constexpr DocId kMaxDocId = (DocId{1} << 63) - 2;
+
+  // Adds a kept document. kInvalidArgument for an id past kMaxDocId;
+  // kAlreadyExists if `id` is present; with a sketch
   // file (NearDupOptions::sketch_dir), kStorageFull or kIOError when its
   // record cannot be written. On error nothing of the document is kept.
   // `indexed`, when given, receives the anchors it was indexed under.
