@@ -103,9 +103,11 @@ class ListPool {
     if (words > kChunkWords) {
       const uint64_t chunks = (words + kChunkMask) / kChunkWords;
       if (end + chunks * kChunkWords > kMaxOffset) return false;
+      chunks_.reserve(chunks_.size() + chunks);  // nothing below throws once the block is allocated
+      std::unique_ptr<W[]> block(new W[words]);
       KeepRest(end);
       *list = static_cast<W>(end);
-      chunks_.emplace_back(new W[words]);
+      chunks_.push_back(std::move(block));
       chunks_.resize(chunks_.size() + chunks - 1);
       words_ += words;
       tail_ = chunks_.size() * kChunkWords;  // the next small block starts a new chunk
@@ -113,8 +115,10 @@ class ListPool {
     }
     if (tail_ + words > end) {
       if (end + kChunkWords > kMaxOffset) return false;
+      chunks_.reserve(chunks_.size() + 1);
+      std::unique_ptr<W[]> chunk(new W[kChunkWords]);
       KeepRest(end);
-      chunks_.emplace_back(new W[kChunkWords]);
+      chunks_.push_back(std::move(chunk));
       words_ += kChunkWords;
     }
     *list = static_cast<W>(tail_);

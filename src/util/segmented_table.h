@@ -136,7 +136,8 @@ class SegmentedTable {
   }
 
   // Adds s (Ops::Hash(s) == h) without looking for an equal one; returns
-  // where it went.
+  // where it went. Throws std::bad_alloc when a growth cannot allocate; the
+  // table is then unchanged.
   Slot* Insert(uint64_t h, const Slot& s) {
     Segment& g = segments_[SegmentOf(h)];
     if ((g.used + 1) * kLoadDen > g.slots.size() * kLoadNum) Grow(&g);
@@ -218,9 +219,12 @@ class SegmentedTable {
 
   static size_t SegmentOf(uint64_t h) { return static_cast<size_t>(h >> (64 - kSegmentBits)); }
 
+  // The new slots are allocated before the old ones are let go: when the
+  // allocation throws (std::bad_alloc), the segment keeps every entry.
   static void Grow(Segment* g) {
+    SlotArray<Slot> grown(GrownSize(g->slots.size()));
     SlotArray<Slot> old = std::move(g->slots);
-    g->slots = SlotArray<Slot>(GrownSize(old.size()));
+    g->slots = std::move(grown);
     for (size_t o = 0; o < old.size(); ++o) {
       const Slot& s = old[o];
       if (Ops::Empty(s)) continue;
