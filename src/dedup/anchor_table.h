@@ -103,7 +103,7 @@ class ListPool {
     if (words > kChunkWords) {
       const uint64_t chunks = (words + kChunkMask) / kChunkWords;
       if (end + chunks * kChunkWords > kMaxOffset) return false;
-      chunks_.reserve(chunks_.size() + chunks);  // nothing below throws once the block is allocated
+      Reserve(chunks);  // nothing below throws once the block is allocated
       std::unique_ptr<W[]> block(new W[words]);
       KeepRest(end);
       *list = static_cast<W>(end);
@@ -115,7 +115,7 @@ class ListPool {
     }
     if (tail_ + words > end) {
       if (end + kChunkWords > kMaxOffset) return false;
-      chunks_.reserve(chunks_.size() + 1);
+      Reserve(1);
       std::unique_ptr<W[]> chunk(new W[kChunkWords]);
       KeepRest(end);
       chunks_.push_back(std::move(chunk));
@@ -124,6 +124,9 @@ class ListPool {
     *list = static_cast<W>(tail_);
     tail_ += words;
     return true;
+  }
+  void Reserve(uint64_t more) {
+    if (chunks_.size() + more > chunks_.capacity()) chunks_.reserve(std::max(2 * chunks_.capacity(), chunks_.size() + more));
   }
   // The last chunk's unused rest goes to the free lists, largest blocks
   // first, rather than being lost.
