@@ -217,6 +217,18 @@ class AnchorPostings {
     if (n - 1 == 1) {
       s->v = ids[0] + 1;
       pool_.Free(list);
+    } else if (n - 1 <= pool_.Capacity(list) / 3) {
+      // Under a retention window a list shrinks as often as it grows: a
+      // block that kept its largest size would make memory follow the
+      // history, not the live ids. (A third, not a half: no move back and
+      // forth at one boundary.)
+      W smaller;
+      if (pool_.New(n - 1, &smaller)) {
+        std::copy(pool_.Ids(list), pool_.Ids(list) + (n - 1), pool_.Ids(smaller));
+        pool_.SetCount(smaller, n - 1);
+        pool_.Free(list);
+        s->v = kListBit | smaller;
+      }
     }
   }
 
