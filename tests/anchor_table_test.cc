@@ -154,7 +154,7 @@ TEST(AnchorTable, TheLargestNarrowIdStaysNarrow) {
   EXPECT_EQ(got, (std::vector<uint64_t>{id, 0}));
 }
 
-// A list longer than a pool chunk (2^20 words) is a block of its own; lists
+// A list longer than a pool chunk (2^18 words) is a block of its own; lists
 // of every class before and after it stay intact.
 TEST(AnchorTable, AListLargerThanAChunkIsKept) {
   AnchorTable t;
@@ -213,7 +213,7 @@ TEST(AnchorTable, MemoryIsAboutEightBytesPerPosting) {
   // 200k keys of one id and 50k of six: 500k postings.
   for (uint64_t id = 0; id < 200'000; ++id) t.Add(static_cast<uint32_t>(id), id, 64);
   for (uint64_t id = 0; id < 300'000; ++id) t.Add(static_cast<uint32_t>(1'000'000 + id / 6), 200'000 + id, 64);
-  // Slots at 64-80 % load, lists at most 1.5x their ids, pool chunks of 4 MB.
+  // Slots at 64-80 % load, lists at most 1.5x their ids, pool chunks of 1 MB.
   EXPECT_LT(t.MemoryBytes(), 250'000 * 8 / 0.6 + 300'000 * 4 * 1.5 + (size_t{8} << 20));
 }
 
