@@ -28,6 +28,8 @@
 # "layout": 3 = the engine's block sub-selects, index-only; 2 and before =
 # one OR of the blocks, a BitmapOr) on a random fingerprint, ROUNDS times
 # per build, alternating, after an EXPLAIN (ANALYZE, BUFFERS) of one.
+# OLD_QUERY=1: also that OR query on this build's tables. LOOKUP_ROUNDS:
+# the lookup's rounds (default ROUNDS with BASE_SERVE, else 1).
 # PROFILE=1: then each build's server time per statement (every statement
 # logged for SECONDS at 1 connection; bench/pg_statement_times.py).
 # PG_DIR=/path keeps the server and its data there (reused by the next run:
@@ -220,9 +222,15 @@ lookups() {  # lookups <label> <gen> <uri>: one EXPLAIN, then pgbench at 1 and 2
     r=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -M prepared -c $c -j $c -T "$SECS" -f "$DIR/lookup-$2.sql" "$3" 2>&1)
     log "$1 lookup (pgbench -M prepared -c $c, $SECS s): $(echo "$r" | grep -E '^latency average|^tps' | tr '\n' ' ')"
   done
+  if [[ -n ${OLD_QUERY:-} ]] && ((lay >= 3)); then  # the layout-2 query (one OR of the blocks) on the same tables
+    lookup_sql "$2" 2 >"$DIR/lookup-$2-or.sql"
+    r=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -M prepared -c 1 -j 1 -T "$SECS" -f "$DIR/lookup-$2-or.sql" "$3" 2>&1)
+    log "$1 lookup with the layout-2 query (one OR, BitmapOr + heap) on these tables (pgbench -M prepared -c 1, $SECS s): $(echo "$r" | grep -E '^latency average|^tps' | tr '\n' ' ')"
+  fi
 }
 lrounds=1
 [[ -n $BASE ]] && lrounds=$ROUNDS
+[[ -n ${LOOKUP_ROUNDS:-} ]] && lrounds=$LOOKUP_ROUNDS
 for ((r = 1; r <= lrounds; r++)); do
   if [[ -n $BASE ]]; then
     prewarm "$(gen "$BURI")" "$BURI"
