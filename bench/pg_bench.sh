@@ -23,6 +23,13 @@
 # copied into a second database (`base`) whose namespace that build
 # creates (the documents' table has the same columns in both layouts), and
 # the load phases alternate between the two builds, ROUNDS times (default 2).
+# PHASES=0: no check-and-insert phases (sizes and lookups only).
+# The lookup runs the query of the namespace's layout (the record's
+# "layout": 3 = the engine's block sub-selects, index-only; 2 and before =
+# one OR of the blocks, a BitmapOr) on a random fingerprint, ROUNDS times
+# per build, alternating, after an EXPLAIN (ANALYZE, BUFFERS) of one.
+# OLD_QUERY=1: also that OR query on this build's tables. LOOKUP_ROUNDS:
+# the lookup's rounds (default ROUNDS with BASE_SERVE, else 1).
 # PROFILE=1: then each build's server time per statement (every statement
 # logged for SECONDS at 1 connection; bench/pg_statement_times.py).
 # PG_DIR=/path keeps the server and its data there (reused by the next run:
@@ -188,15 +195,49 @@ prewarm() {  # prewarm <gen> <uri>
 prewarm "$G" "$URI"
 
 # ---- lookup latency in the server (the engine's candidate query, generic plan) ----
-cat >"$DIR/lookup.sql" <<EOF
-\set fp random(-4611686018427387903, 4611686018427387903) * 2 + random(0, 1)
-SELECT no, id, ts, fp, ch, hf, extra FROM nd_${G}_docs WHERE ts >= 0 AND (ch = :fp::bigint OR id = 'none' OR no = ANY('{}'::bigint[])
+layout() { psqlq "SELECT coalesce(record::jsonb->>'layout', '1') FROM neardup_namespaces WHERE name = '$NS'" "$1"; }
+lookup_sql() {  # lookup_sql <gen> <layout>: the candidate query of that layout (pg_rule.h CandidatesStmt; before: one OR)
+  local g=$1 t blocks=""
+  echo '\set fp random(-4611686018427387903, 4611686018427387903) * 2 + random(0, 1)'
+  if (($2 >= 3)); then
+    for t in 0 1 2 3; do
+      blocks="$blocks${blocks:+ UNION ALL }SELECT no FROM nd_${g}_docs WHERE b$t = ((:fp::bigint >> $((16 * t))) & 65535)::int AND ts >= 0 AND bit_count(int8send(fp # :fp::bigint)) <= 3"
+    done
+    echo "SELECT no, id, ts, fp, ch, hf, extra FROM nd_${g}_docs WHERE ts >= 0 AND (ch = :fp::bigint OR id = 'none' OR no = ANY('{}'::bigint[] || ARRAY($blocks))) ORDER BY no;"
+  else
+    echo "SELECT no, id, ts, fp, ch, hf, extra FROM nd_${g}_docs WHERE ts >= 0 AND (ch = :fp::bigint OR id = 'none' OR no = ANY('{}'::bigint[])
   OR ((b0 = (:fp::bigint & 65535)::int OR b1 = ((:fp::bigint >> 16) & 65535)::int OR b2 = ((:fp::bigint >> 32) & 65535)::int OR b3 = ((:fp::bigint >> 48) & 65535)::int)
-      AND bit_count(int8send(fp # :fp::bigint)) <= 3)) ORDER BY no;
-EOF
-for c in 1 2; do
-  r=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -M prepared -c $c -j $c -T "$SECS" -f "$DIR/lookup.sql" "$URI" 2>&1)
-  log "lookup (pgbench -M prepared -c $c, $SECS s): $(echo "$r" | grep -E '^latency average|^tps' | tr '\n' ' ')"
+      AND bit_count(int8send(fp # :fp::bigint)) <= 3)) ORDER BY no;"
+  fi
+}
+lookups() {  # lookups <label> <gen> <uri>: one EXPLAIN, then pgbench at 1 and 2 clients
+  local lay r c sql
+  lay=$(layout "$3")
+  lookup_sql "$2" "$lay" >"$DIR/lookup-$2.sql"
+  sql=$(tail -n +2 "$DIR/lookup-$2.sql" | sed 's/:fp::bigint/$1::bigint/g; s/;$//')
+  log "$1 layout $lay, EXPLAIN (ANALYZE, BUFFERS) of one lookup (generic plan):"
+  "$PGBIN/psql" "$3" -Atq -c "SET plan_cache_mode = force_generic_plan" -c "PREPARE q AS $sql" \
+    -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE q(1234567890123456789)" | grep -E "Scan|Heap Fetches|Buffers|Execution Time" | sed 's/^/   /' | tee -a "$OUT"
+  for c in 1 2; do
+    r=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -M prepared -c $c -j $c -T "$SECS" -f "$DIR/lookup-$2.sql" "$3" 2>&1)
+    log "$1 lookup (pgbench -M prepared -c $c, $SECS s): $(echo "$r" | grep -E '^latency average|^tps' | tr '\n' ' ')"
+  done
+  if [[ -n ${OLD_QUERY:-} ]] && ((lay >= 3)); then  # the layout-2 query (one OR of the blocks) on the same tables
+    lookup_sql "$2" 2 >"$DIR/lookup-$2-or.sql"
+    r=$(PGOPTIONS="-c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -M prepared -c 1 -j 1 -T "$SECS" -f "$DIR/lookup-$2-or.sql" "$3" 2>&1)
+    log "$1 lookup with the layout-2 query (one OR, BitmapOr + heap) on these tables (pgbench -M prepared -c 1, $SECS s): $(echo "$r" | grep -E '^latency average|^tps' | tr '\n' ' ')"
+  fi
+}
+lrounds=1
+[[ -n $BASE ]] && lrounds=$ROUNDS
+[[ -n ${LOOKUP_ROUNDS:-} ]] && lrounds=$LOOKUP_ROUNDS
+for ((r = 1; r <= lrounds; r++)); do
+  if [[ -n $BASE ]]; then
+    prewarm "$(gen "$BURI")" "$BURI"
+    lookups "[round $r, base]" "$(gen "$BURI")" "$BURI"
+    prewarm "$G" "$URI"
+  fi
+  lookups "${BASE:+[round $r, this build]}" "$G" "$URI"
 done
 
 # ---- check-and-insert, durable ----
@@ -221,6 +262,7 @@ phases() {  # phases <label> <binary> <uri>: 1 connection, 16 connections, 2 ins
 }
 rounds=1
 [[ -n $BASE ]] && rounds=$ROUNDS
+[[ ${PHASES:-1} == 0 ]] && rounds=0
 for ((r = 1; r <= rounds; r++)); do
   if [[ -n $BASE ]]; then
     prewarm "$(gen "$BURI")" "$BURI"

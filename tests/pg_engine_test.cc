@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -21,6 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "pg/pg_rule.h"
 #include "util/parity_replay.h"
 #include "util/pg_test_server.h"
 #include "util/race_trials.h"
@@ -314,6 +318,150 @@ TEST_F(PgEngineTest, NamespaceOfAnotherAnchorSchemeIsRefused) {
   auto fresh = Open(Options());
   ASSERT_TRUE(e && fresh);
   ExpectRefusedWithout(*server_, e.get(), UniqueNs("anchors1"), "anchor_scheme", "anchor scheme", fresh.get());
+}
+
+// An admin connection's one-value answer (empty on an error, which fails
+// the test).
+std::string AdminValue(PGconn* admin, const std::string& sql) {
+  PGresult* r = PQexec(admin, sql.c_str());
+  const ExecStatusType st = PQresultStatus(r);
+  EXPECT_TRUE(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) << sql << ": " << PQerrorMessage(admin);
+  std::string v = st == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+  PQclear(r);
+  return v;
+}
+
+// The namespace as the engine decodes it from its record.
+std::shared_ptr<pg_internal::NsInfo> NsOf(PGconn* admin, const std::string& ns) {
+  PGresult* r = PQexecParams(admin, "SELECT record, gen, version FROM neardup_namespaces WHERE name = $1", 1, nullptr,
+                             std::vector<const char*>{ns.c_str()}.data(), nullptr, nullptr, 0);
+  EXPECT_EQ(PQntuples(r), 1);
+  auto info = pg_internal::DecodeNs(ns, PQgetvalue(r, 0, 0), std::atoll(PQgetvalue(r, 0, 1)),
+                                    std::atoll(PQgetvalue(r, 0, 2)));
+  PQclear(r);
+  EXPECT_TRUE(info.ok()) << info.status().ToString();
+  return info.ok() ? info.value() : nullptr;
+}
+
+// Every node of an EXPLAIN (FORMAT JSON) plan.
+void ForEachPlanNode(const nlohmann::json& plan, const std::function<void(const nlohmann::json&)>& fn) {
+  fn(plan);
+  if (plan.contains("Plans")) {
+    for (const auto& p : plan["Plans"]) ForEachPlanNode(p, fn);
+  }
+}
+
+// The candidate lookup (pg_rule.h, CandidatesStmt) on a vacuumed namespace
+// of 20,000 documents, planned as the engine's prepared statement is
+// (generic plan): every block is an index-only scan with no heap fetch (the
+// radius test reads fp from the index), and the document within the radius
+// is found. On the layout before 3 ((bN) indexes alone), or with fp dropped
+// from the INCLUDE, the block scans read the heap row of every entry.
+TEST_F(PgEngineTest, LookupIsIndexOnlyOnAVacuumedNamespace) {
+  auto e = Open(Options());
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("indexonly");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  const std::string text = "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆。";
+  ASSERT_TRUE(e->Check(ns, {"a", text, std::nullopt}, CheckMode::kCheckAndInsert).ok());
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  auto n = NsOf(admin, ns);
+  ASSERT_TRUE(n);
+  ASSERT_EQ(n->blocks(), 4);
+  const std::string docs = n->Table("docs");
+  // Random fingerprints, in the partition of "a" (the bench's synthetic rows).
+  AdminValue(admin, "INSERT INTO " + docs + " (no, id, ts, fp, ch, hf, b0, b1, b2, b3) "
+                    "SELECT nextval('" + n->Table("no") + "'), 'syn-' || g, (SELECT ts FROM " + docs + " LIMIT 1), f.fp, "
+                    "('x' || substr(md5(g || 'c'), 1, 16))::bit(64)::bigint, true, (f.fp & 65535)::int, "
+                    "((f.fp >> 16) & 65535)::int, ((f.fp >> 32) & 65535)::int, ((f.fp >> 48) & 65535)::int "
+                    "FROM generate_series(1, 20000) g CROSS JOIN LATERAL "
+                    "(SELECT ('x' || substr(md5(g || 'f'), 1, 16))::bit(64)::bigint AS fp) f");
+  AdminValue(admin, "VACUUM (ANALYZE) " + docs);
+  const int64_t now = SystemNowMs();
+  const DocumentInput query{"q", text, std::nullopt};
+  pg_internal::CheckRun run(*n, query, CheckMode::kQueryOnly, now);
+  ASSERT_TRUE(run.sig.has_features);
+  const PgStmt st = pg_internal::CandidatesStmt(*n, run, std::to_string(n->Cutoff(now)));
+  std::string args;
+  for (const auto& p : st.params) {
+    char* lit = PQescapeLiteral(admin, p->c_str(), p->size());
+    args += (args.empty() ? "" : ", ") + std::string(lit);
+    PQfreemem(lit);
+  }
+  AdminValue(admin, "SET plan_cache_mode = force_generic_plan");
+  AdminValue(admin, "PREPARE lookup AS " + st.sql);
+  std::string found;  // the ids read, in number order
+  PGresult* rows = PQexec(admin, ("EXECUTE lookup(" + args + ")").c_str());
+  EXPECT_EQ(PQresultStatus(rows), PGRES_TUPLES_OK) << PQerrorMessage(admin);
+  for (int i = 0; i < PQntuples(rows); ++i) found += (i ? "," : "") + std::string(PQgetvalue(rows, i, 1));
+  PQclear(rows);
+  const nlohmann::json plan = nlohmann::json::parse(
+      AdminValue(admin, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE lookup(" + args + ")"), nullptr, false);
+  PQfinish(admin);
+  ASSERT_TRUE(plan.is_array() && !plan.empty());
+  std::set<int> index_only;
+  int64_t heap_fetches = 0;
+  std::string other;  // the block scans that are not index-only
+  ForEachPlanNode(plan[0]["Plan"], [&](const nlohmann::json& node) {
+    const std::string index = node.value("Index Name", "");
+    const std::string cond = node.value("Index Cond", "") + node.value("Recheck Cond", "");
+    for (int t = 0; t < n->blocks(); ++t) {
+      if (cond.find("b" + std::to_string(t) + " = ") == std::string::npos) continue;
+      if (node.value("Node Type", "") == "Index Only Scan") {
+        index_only.insert(t);
+        heap_fetches += node.value("Heap Fetches", int64_t{0});
+      } else {
+        other += node.value("Node Type", "") + " " + index + "; ";
+      }
+    }
+  });
+  EXPECT_EQ(index_only.size(), 4u) << "block scans that are not index-only: " << other << "\n" << plan.dump(1);
+  EXPECT_TRUE(other.empty()) << other;
+  EXPECT_EQ(heap_fetches, 0) << plan.dump(1);
+  EXPECT_EQ(found, "a") << "the stored copy is within the radius";
+}
+
+// A namespace created with layout 2 (block indexes (bN) alone, before
+// 2026-11-24) is still served, by the same queries (its radius test then
+// reads heap rows), and keeps its layout through a settings change; a
+// layout newer than this build's is refused.
+TEST_F(PgEngineTest, NamespaceOfLayout2IsServedAndNewerRefused) {
+  auto e = Open(Options());
+  ASSERT_TRUE(e);
+  const std::string ns = UniqueNs("layout2");
+  ASSERT_TRUE(e->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  PGconn* admin = PQconnectdb(server_->uri().c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  auto n = NsOf(admin, ns);
+  ASSERT_TRUE(n);
+  const std::string docs = n->Table("docs");
+  for (int t = 0; t < n->blocks(); ++t) {  // the tables as layout 2 made them
+    const std::string b = "b" + std::to_string(t);
+    AdminValue(admin, "DROP INDEX " + docs + "_" + b + "_ts_fp_no_idx; CREATE INDEX ON " + docs + " (" + b + ")");
+  }
+  const std::string where = " WHERE name = '" + ns + "'";
+  AdminValue(admin, "UPDATE neardup_namespaces SET record = jsonb_set(record::jsonb, '{layout}', '2')::text" + where);
+  auto fresh = Open(Options());
+  ASSERT_TRUE(fresh);
+  auto a = fresh->Check(ns, {"a", "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆。", std::nullopt},
+                        CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(a.ok() && a->stored) << a.status().ToString();
+  auto b = fresh->Check(ns, {"b", "今天北京的天气非常好，我们一起去公园散步吧，顺便看看新开的图书馆！", std::nullopt},
+                        CheckMode::kCheckAndInsert);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(b->duplicate);
+  ASSERT_FALSE(b->matches.empty());
+  EXPECT_EQ(b->matches.front().id, "a");
+  ASSERT_TRUE(fresh->PutNamespace(ns, NamespaceSettings{}, nullptr).ok());
+  EXPECT_EQ(AdminValue(admin, "SELECT record::jsonb->>'layout' FROM neardup_namespaces" + where), "2");
+  AdminValue(admin, "UPDATE neardup_namespaces SET record = jsonb_set(record::jsonb, '{layout}', '4')::text" + where);
+  PQfinish(admin);
+  auto newer = Open(Options());
+  auto c = newer->Check(ns, {"c", "明天上海会下大雨，出门记得带伞。", std::nullopt}, CheckMode::kCheckAndInsert);
+  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("newer than this build"), std::string::npos) << c.status().ToString();
+  EXPECT_TRUE(newer->DeleteNamespace(ns).ok());
 }
 
 // Deleting a document deletes its anchor postings too (one statement): a

@@ -74,6 +74,10 @@ int RunImport(const ImportFlags& f) {
                  static_cast<unsigned long long>(r->replays), static_cast<unsigned long long>(r->not_stored),
                  static_cast<unsigned long long>(r->postings), seconds());
   }
+  if (!r->vacuum_error.empty()) {
+    std::fprintf(stderr, "neardup: warning: imported, but VACUUM failed (lookups read heap rows until autovacuum "
+                         "runs): %s\n", r->vacuum_error.c_str());
+  }
   return kExitOk;
 }
 #else

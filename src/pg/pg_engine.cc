@@ -31,10 +31,13 @@ namespace {
 
 
 constexpr int64_t kNoRetentionWindowMs = 7LL * 24 * 3600 * 1000;
-// The table layout a namespace was created with (its record's "layout").
-// 2: anchor postings in their own B-tree table nd_G_anchors. Namespaces of
-// layout 1 (an int[] with a GIN index, before 2026-11-24) are refused.
-constexpr int kLayout = 2;
+// The table layout a namespace is created with (its record's "layout").
+// 3: each block index carries (bN, ts) INCLUDE (fp, no), so that the radius
+// test is an index-only scan. 2 (before 2026-11-24): block indexes (bN)
+// alone; still served, by the same queries, with the radius test on heap
+// rows. 1 (anchors in an int[] with a GIN index) is refused.
+constexpr int kLayout = 3;
+constexpr int kOldestServedLayout = 2;
 
 // The shared tables and functions (docs/postgresql.md). Created once per
 // database, under an advisory lock so that instances starting together do
@@ -83,9 +86,10 @@ END $f$;
 
 namespace pg_internal {
 
-std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, int64_t window_ms, int design_k) {
+std::string EncodeNs(const NamespaceSettings& s, const Fingerprinter& fp, int64_t window_ms, int design_k,
+                     int layout) {
   return EncodeNamespaceRecord(
-      s, fp, nlohmann::json{{"window_ms", window_ms}, {"design_k", design_k}, {"layout", kLayout}}.dump());
+      s, fp, nlohmann::json{{"window_ms", window_ms}, {"design_k", design_k}, {"layout", layout}}.dump());
 }
 
 Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::string& raw, int64_t gen,
@@ -106,10 +110,16 @@ Result<std::shared_ptr<NsInfo>> DecodeNs(const std::string& name, const std::str
   if (info->window_ms <= 0 || info->design_k < 1 || info->design_k > 15) {
     return Status::Corruption("namespace \"" + name + "\": unreadable record in postgresql");
   }
-  if (j.value("layout", 1) != kLayout) {
+  info->layout = j.value("layout", 1);
+  if (info->layout < kOldestServedLayout) {
     return Status::FailedPrecondition("namespace \"" + name +
                                       "\" was created by an earlier build (anchors in a GIN index); recreate it "
                                       "(docs/postgresql.md)");
+  }
+  if (info->layout > kLayout) {
+    return Status::FailedPrecondition("namespace \"" + name + "\" has table layout " +
+                                      std::to_string(info->layout) + ", newer than this build's " +
+                                      std::to_string(kLayout) + "; serve it with a newer build");
   }
   return info;
 }
@@ -375,7 +385,8 @@ class PgEngine final : public SharedStoreEngine {
     }
     auto fp = MakeNamespaceFingerprinter(settings);
     if (!fp.ok()) return fp.status();
-    const std::string raw = EncodeNs(settings, *fp.value(), n.window_ms, n.design_k);
+    // The tables keep the layout they were created with: so does the record.
+    const std::string raw = EncodeNs(settings, *fp.value(), n.window_ms, n.design_k, n.layout);
     return c.Exec("UPDATE neardup_namespaces SET record = $2, version = version + 1 WHERE name = $1", {n.name, raw})
         .status();
   }
@@ -398,7 +409,12 @@ class PgEngine final : public SharedStoreEngine {
                       "fp bigint NOT NULL, ch bigint NOT NULL, hf boolean NOT NULL, ";
     for (int t = 0; t < n.blocks(); ++t) ddl.append("b").append(std::to_string(t)).append(" int, ");
     ddl += "anchors int[], extra bytea) PARTITION BY RANGE (ts); ";
-    for (int t = 0; t < n.blocks(); ++t) ddl += "CREATE INDEX ON " + docs + " (b" + std::to_string(t) + "); ";
+    // The radius test reads fp from the block index, the retention filter ts,
+    // and no names the candidate: an index-only scan, the heap row read only
+    // for a fingerprint within the radius.
+    for (int t = 0; t < n.blocks(); ++t) {
+      ddl += "CREATE INDEX ON " + docs + " (b" + std::to_string(t) + ", ts) INCLUDE (fp, no); ";
+    }
     ddl += "CREATE INDEX ON " + docs + " (ch); CREATE INDEX ON " + docs + " (id); CREATE INDEX ON " + docs + " (no); ";
     // One row per (anchor, kept document): a stop key's count and the
     // candidates' n-gram counts come from an index-only scan.
@@ -410,7 +426,7 @@ class PgEngine final : public SharedStoreEngine {
            "distance int NOT NULL, similarity real NOT NULL) PARTITION BY RANGE (ts); CREATE INDEX ON " + dups +
            " (kept_no); CREATE SEQUENCE " + n.Table("no") + ";";
     NEARDUP_RETURN_IF_ERROR(c.ExecMulti(ddl).status());
-    const std::string raw = EncodeNs(settings, *fp.value(), window_ms, design_k);
+    const std::string raw = EncodeNs(settings, *fp.value(), window_ms, design_k, kLayout);
     return c.Exec("INSERT INTO neardup_namespaces (name, gen, record) VALUES ($1, $2, $3)",
                   {name, std::to_string(n.gen), raw})
         .status();
@@ -580,23 +596,9 @@ class PgEngine final : public SharedStoreEngine {
         ChooseAnchors(run, postings);
       }
     }
-    // 2. Read every row the rule can reach.
-    std::string where = "ch = $2 OR id = $3 OR no = ANY($4::bigint[])";
-    PgParams params = {cut, std::to_string(static_cast<int64_t>(run.sig.content_hash)), doc.id, PgArray(run.probed)};
-    if (run.sig.has_features) {
-      std::string blocks;
-      for (int t = 0; t < n.blocks(); ++t) {
-        if (t) blocks += " OR ";
-        blocks += "b" + std::to_string(t) + " = $" + std::to_string(7 + t);
-      }
-      where += " OR ((" + blocks + ") AND bit_count(int8send(fp # $5)) <= $6)";
-      params.push_back(std::to_string(static_cast<int64_t>(run.sig.fingerprint)));
-      params.push_back(std::to_string(run.radius));
-      for (int t = 0; t < n.blocks(); ++t) params.push_back(std::to_string(n.BlockKey(run.sig.fingerprint, t)));
-    }
-    auto read = c.Run({{"SELECT no, id, ts, fp, ch, hf, extra FROM " + n.Table("docs") + " WHERE ts >= $1 AND (" +
-                            where + ") ORDER BY no",
-                        std::move(params)}});
+    // 2. Read every row the rule can reach (index-only up to the candidates
+    // within the radius: CandidatesStmt).
+    auto read = c.Run({CandidatesStmt(n, run, cut)});
     if (!read.ok()) return StaleOr(n.name, c, read.status());
     const PgRows& rr = read->front();
     std::vector<Row> rows;

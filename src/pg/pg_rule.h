@@ -36,6 +36,7 @@ struct NsInfo {
   NamespaceSettings settings;
   int64_t window_ms = 0;
   int design_k = 3;
+  int layout = 3;  // the record's "layout" (pg_engine.cc, kLayout)
   std::shared_ptr<const Fingerprinter> fp;
   int64_t loaded_ms = 0;
 
@@ -77,12 +78,20 @@ inline std::string PartitionDdlLockSql(const NsInfo& n) {
   return "SELECT pg_advisory_xact_lock(" + std::to_string(LockKey('p', n.gen, "ddl")) + "); ";
 }
 // The partitions of time window w of the three tables, unless they exist.
+// From layout 3 the documents' and postings' partitions are vacuumed after
+// every 20,000 inserts (the default waits for 20% of the table: 2M rows at
+// 10M): their lookups are index-only scans, which read the heap for every
+// entry on a page the visibility map does not yet mark all-visible.
 inline std::string PartitionsSql(const NsInfo& n, int64_t w) {
   const std::string lo = std::to_string(w * n.window_ms), hi = std::to_string((w + 1) * n.window_ms);
   std::string sql;
   for (const char* t : {"docs", "dups", "anchors"}) {
     sql += "CREATE TABLE IF NOT EXISTS " + n.Partition(t, w) + " PARTITION OF " + n.Table(t) + " FOR VALUES FROM (" +
-           lo + ") TO (" + hi + "); ";
+           lo + ") TO (" + hi + ")";
+    if (n.layout >= 3 && std::string_view(t) != "dups") {
+      sql += " WITH (autovacuum_vacuum_insert_threshold = 20000, autovacuum_vacuum_insert_scale_factor = 0)";
+    }
+    sql += "; ";
   }
   return sql;
 }
@@ -272,6 +281,34 @@ inline std::string PostingShingles(const CheckRun& run) {
 inline PgParams DuplicateRowValues(const CheckRun& run, const Accepted& best) {
   return {run.doc.id, std::to_string(run.ts), std::to_string(best.row->no), std::to_string(best.m.distance),
           std::to_string(best.m.similarity)};
+}
+
+// The rows the rule can reach: the content hash, the id, the probed
+// anchors' documents and the fingerprints within the radius. The radius
+// test runs in a sub-select per block (an index-only scan of (bN, ts)
+// INCLUDE (fp, no) on layout 3; a heap read per entry on layout 2); only
+// the numbers it passes join the others, whose rows are then read by the
+// (ch), (id) and (no) indexes. Written as one OR of the block columns the
+// planner takes a BitmapOr, which must read the heap row of every entry.
+inline PgStmt CandidatesStmt(const NsInfo& n, const CheckRun& run, const std::string& cut) {
+  std::string nos = "$4::bigint[]";
+  PgParams params = {cut, std::to_string(static_cast<int64_t>(run.sig.content_hash)), run.doc.id,
+                     PgArray(run.probed)};
+  if (run.sig.has_features) {
+    nos += " || ARRAY(";
+    for (int t = 0; t < n.blocks(); ++t) {
+      if (t) nos += " UNION ALL ";
+      nos += "SELECT no FROM " + n.Table("docs") + " WHERE b" + std::to_string(t) + " = $" + std::to_string(7 + t) +
+             " AND ts >= $1 AND bit_count(int8send(fp # $5)) <= $6";
+    }
+    nos += ")";
+    params.push_back(std::to_string(static_cast<int64_t>(run.sig.fingerprint)));
+    params.push_back(std::to_string(run.radius));
+    for (int t = 0; t < n.blocks(); ++t) params.push_back(std::to_string(n.BlockKey(run.sig.fingerprint, t)));
+  }
+  return {"SELECT no, id, ts, fp, ch, hf, extra FROM " + n.Table("docs") +
+              " WHERE ts >= $1 AND (ch = $2 OR id = $3 OR no = ANY(" + nos + ")) ORDER BY no",
+          std::move(params)};
 }
 
 // The namespace's record as stored in neardup_namespaces (pg_engine.cc):

@@ -69,6 +69,10 @@ struct PgImportStats {
   uint64_t not_stored = 0;  // past retention (decided, not stored)
   uint64_t postings = 0;    // anchor postings written
   bool created = false;     // the namespace was created by this call
+  // The VACUUM (ANALYZE) after COMMIT, which marks the imported pages
+  // all-visible so that lookups are index-only scans: empty when it ran,
+  // else why not (the import itself is committed either way).
+  std::string vacuum_error;
 };
 
 // The next document of the stream: true with *doc filled, false at its end,
