@@ -226,13 +226,7 @@ class AnchorPostings {
       // block that kept its largest size would make memory follow the
       // history, not the live ids. (A third, not a half: no move back and
       // forth at one boundary.)
-      W smaller;
-      if (pool_.New(n - 1, &smaller)) {
-        std::copy(pool_.Ids(list), pool_.Ids(list) + (n - 1), pool_.Ids(smaller));
-        pool_.SetCount(smaller, n - 1);
-        pool_.Free(list);
-        s->v = kListBit | smaller;
-      }
+      (void)MoveList(s, n - 1, n - 1);  // no block to be had: it stays where it is
     }
   }
 
@@ -287,18 +281,24 @@ class AnchorPostings {
       pool_.SetCount(list, 1);
       s->v = kListBit | list;
     }
-    W list = s->v & ~kListBit;
-    const uint64_t n = pool_.Count(list);
-    if (n == pool_.Capacity(list)) {
-      W bigger;
-      if (!pool_.New(n + 1, &bigger)) return false;
-      std::copy(pool_.Ids(list), pool_.Ids(list) + n, pool_.Ids(bigger));
-      pool_.Free(list);
-      list = bigger;
-      s->v = kListBit | list;
-    }
+    const uint64_t n = pool_.Count(s->v & ~kListBit);
+    if (n == pool_.Capacity(s->v & ~kListBit) && !MoveList(s, n, n + 1)) return false;
+    const W list = s->v & ~kListBit;
     pool_.Ids(list)[n] = id;
     pool_.SetCount(list, n + 1);
+    return true;
+  }
+
+  // Moves the key's list (its n ids) to a new block for at least `want`
+  // ids; false, and nothing changed, when no block can be had.
+  bool MoveList(Slot* s, uint64_t n, uint64_t want) {
+    const W list = s->v & ~kListBit;
+    W moved;
+    if (!pool_.New(want, &moved)) return false;
+    std::copy(pool_.Ids(list), pool_.Ids(list) + n, pool_.Ids(moved));
+    pool_.SetCount(moved, n);
+    pool_.Free(list);
+    s->v = kListBit | moved;
     return true;
   }
 
