@@ -331,6 +331,72 @@ TEST(Dedup, DeterministicAcrossThreadCountsAndBatchSizes) {
   }
 }
 
+// --memory-limit's rounds (tools/cmd_stage.cc, docs/SCALING.md "Deciding in
+// bounded memory") at the library level: each round decides its part with
+// the matches earlier rounds found as priors (DecideBatch), then probes every
+// later document on 2 threads (ProbeBatch). Without stop keys the decisions
+// are the one set's, field for field: cuts that fall inside a decide slice,
+// under settings that change what a match is.
+TEST(Dedup, RoundsWithThreadedProbesDecideAsOneSet) {
+  std::vector<std::string> texts;
+  for (const char* b : {"zh-short", "en-short", "zh-long", "en-long"}) {
+    for (std::string t : SampleTexts(std::string(NEARDUP_SOURCE_DIR "/data/natural/dev/") + b + ".jsonl")) {
+      texts.push_back(std::move(t));
+    }
+  }
+  for (std::string t : SampleTexts()) texts.push_back(std::move(t));
+  // Repeats, exact and edited, of texts from all over: the last round holds
+  // duplicates of the first round's documents.
+  const size_t distinct = texts.size();
+  for (size_t i = 0; i < 1200; ++i) {
+    const std::string& t = texts[(i * 7919) % distinct];
+    texts.push_back(i % 2 == 0 ? t : t + " (via)");
+  }
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  const size_t n = views.size();
+  struct Variant {
+    const char* name;
+    void (*set)(DedupOptions*);
+  };
+  const Variant variants[] = {
+      {"default", [](DedupOptions*) {}},
+      {"no exact fast path", [](DedupOptions* o) { o->exact_fast_path = false; }},
+      {"re-check off", [](DedupOptions* o) { o->recheck.enabled = false; }},
+      {"sketches in a file", [](DedupOptions* o) { o->sketch_dir = ::testing::TempDir(); }},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    DedupOptions options;
+    options.recheck.anchor_max_postings = kMaxAnchorPostings;  // no stop keys
+    v.set(&options);
+    auto one = Deduplicator::Create(options);
+    ASSERT_TRUE(one.ok());
+    std::vector<DedupDecision> reference;
+    ASSERT_TRUE(one.value()->ProcessBatch(views, &reference, 1).ok());
+    std::vector<DocSignature> sigs(one.value()->batch_signatures().begin(), one.value()->batch_signatures().end());
+    ASSERT_GT(one.value()->stats().near_duplicates, 100u);
+    std::vector<std::optional<DuplicateMatch>> prior(n);
+    std::vector<DedupDecision> got(n);
+    size_t start = 0;
+    for (size_t cut : {n / 3 + 7, 2 * n / 3 + 300, n}) {
+      auto round = Deduplicator::Create(options);
+      ASSERT_TRUE(round.ok());
+      round.value()->RestoreProgress(DedupStats{}, start);
+      std::vector<DedupDecision> part;
+      ASSERT_TRUE(round.value()
+                      ->DecideBatch(std::span(sigs).subspan(start, cut - start), &part, 2,
+                                    std::span(prior).subspan(start, cut - start))
+                      .ok());
+      std::copy(part.begin(), part.end(), got.begin() + static_cast<std::ptrdiff_t>(start));
+      std::vector<std::optional<DuplicateMatch>> later(prior.begin() + static_cast<std::ptrdiff_t>(cut), prior.end());
+      ASSERT_TRUE(round.value()->ProbeBatch(std::span(sigs).subspan(cut), &later, 2).ok());
+      std::copy(later.begin(), later.end(), prior.begin() + static_cast<std::ptrdiff_t>(cut));
+      start = cut;
+    }
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], reference[i]) << "document " << i;
+  }
+}
+
 // ProcessBatch on several threads searches the documents kept before each
 // slice of the batch in parallel, then in order only those kept since
 // (NearDupSet::ProbedAnchors / Combine; Deduplicator::DecideOnThreads). On

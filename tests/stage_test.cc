@@ -12,6 +12,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <algorithm>
+#include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -381,6 +384,240 @@ TEST_F(StageTest, FilterRefusesAnotherInput) {
   // A signature shard is not a decision file.
   EXPECT_EQ(Run("stage filter -q -i '" + inputs[0] + "' --decisions '" + Path("0.sig") + "' -o '" + Path("o2") + "'"),
             1);
+}
+
+// --memory-limit (docs/SCALING.md, "Deciding in bounded memory"): inputs of
+// more than one decide batch (4,096 documents) per file, so that rounds end
+// inside a file as well as at its end. File 0: the sample, then each of its
+// texts with a word appended (near-duplicates of the first half); file 1:
+// the sample with a prefix.
+std::vector<std::string> RoundsCorpus(const std::string& dir) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadAll(kSample));
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  auto edited = [&](const std::string& tag, bool prefix) {
+    std::string out;
+    for (const std::string& l : lines) {
+      auto j = nlohmann::json::parse(l);
+      const std::string text = j["text"].get<std::string>();
+      j["text"] = prefix ? tag + text : text + tag;
+      j["id"] = tag + j["id"].dump();
+      out += j.dump() + "\n";
+    }
+    return out;
+  };
+  std::string first;
+  for (const std::string& l : lines) first += l + "\n";
+  WriteAll(dir + "/rounds-0.jsonl", first + edited(" again", false));
+  WriteAll(dir + "/rounds-1.jsonl", edited("re: ", true));
+  return {dir + "/rounds-0.jsonl", dir + "/rounds-1.jsonl"};
+}
+
+// Without stop keys (every anchor keeps its postings) a document's decision
+// depends only on the documents kept before it, so deciding in rounds of one
+// batch each must give exactly the one-set decisions: staged decide and dedup,
+// on 1 and 2 threads, every output.
+constexpr char kNoStopKeys[] = "--anchor-max-postings 1073741824";
+
+TEST_F(StageTest, MemoryLimitRoundsDecideAsOneSetWithoutStopKeys) {
+  const auto inputs = RoundsCorpus(dir_);
+  ExpectSameAsDedup(inputs, kNoStopKeys, "", "--memory-limit 1 --threads 2", "");
+  ExpectSameAsDedup(inputs, kNoStopKeys, "--annotate dd", "--memory-limit 1", "");
+  std::string in;
+  for (const std::string& p : inputs) in += " -i '" + p + "'";
+  for (const char* threads : {"1", "2"}) {
+    SCOPED_TRACE(threads);
+    const std::string out = " -o '" + Path("kept-{shard}.jsonl.gz") + "' --output-shards 2 --annotate dd -t " + threads;
+    ASSERT_EQ(Run("dedup" + in + out + " --memory-limit 1 --spill-dir '" + dir_ + "' " + kNoStopKeys), 0) << err_;
+    EXPECT_NE(err_.find("round 3 decided"), std::string::npos) << err_;  // in rounds
+    for (int shard : {0, 1}) {
+      const std::string name = "kept-0000" + std::to_string(shard) + ".jsonl.gz";
+      ASSERT_EQ(std::system(("gzip -dc '" + Path(name) + "' > '" + Path(name + ".rounds") + "'").c_str()), 0);
+    }
+    ASSERT_EQ(Run("dedup -q" + in + out + " " + kNoStopKeys), 0) << err_;
+    for (int shard : {0, 1}) {
+      const std::string name = "kept-0000" + std::to_string(shard) + ".jsonl.gz";
+      ASSERT_EQ(std::system(("gzip -dc '" + Path(name) + "' > '" + Path(name + ".one") + "'").c_str()), 0);
+      EXPECT_FALSE(ReadAll(Path(name + ".one")).empty());
+      EXPECT_EQ(ReadAll(Path(name + ".rounds")), ReadAll(Path(name + ".one"))) << name;
+    }
+  }
+  // Its scratch files are gone.
+  std::string left;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().filename().string().starts_with("neardup-")) left += e.path().string() + " ";
+  }
+  EXPECT_EQ(left, "");
+}
+
+// With the default stop keys the rounds may find a few more or fewer
+// duplicates (an anchor can be a stop key in the whole set and not in a
+// round's); an exact repeat is a duplicate whatever the rounds.
+TEST_F(StageTest, MemoryLimitWithStopKeysKeepsNoExactRepeat) {
+  const auto inputs = RoundsCorpus(dir_);
+  WriteAll(Path("repeat.jsonl"), ReadAll(inputs[0]));
+  const std::string in = " -i '" + inputs[0] + "' -i '" + inputs[1] + "' -i '" + Path("repeat.jsonl") + "'";
+  ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("one") + "' --stats-json '" + Path("one.json") + "'"), 0) << err_;
+  ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("rounds") + "' --stats-json '" + Path("rounds.json") +
+                "' --memory-limit 1"),
+            0)
+      << err_;
+  const auto one = nlohmann::json::parse(ReadAll(Path("one.json")));
+  const auto rounds = nlohmann::json::parse(ReadAll(Path("rounds.json")));
+  EXPECT_EQ(rounds["documents"], one["documents"]);
+  const double a = one["duplicates"].get<double>(), b = rounds["duplicates"].get<double>();
+  EXPECT_NEAR(b, a, a * 0.01);
+  // The third input repeats the first: none of it is kept again.
+  const std::string kept = ReadAll(Path("rounds"));
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), '\n'), rounds["kept"].get<int64_t>());
+  std::set<std::string> seen;
+  std::istringstream lines(kept);
+  for (std::string l; std::getline(lines, l);) EXPECT_TRUE(seen.insert(l).second) << l;
+}
+
+// --save-index and --load-index in rounds: the loaded documents are judged
+// against in the first round, whose probes carry them to the later ones.
+TEST_F(StageTest, MemoryLimitSavesAndLoadsIndexAsDedup) {
+  const auto inputs = SplitSample(4);
+  const std::string old_crawl = " -i '" + inputs[0] + "' -i '" + inputs[1] + "' " + kNoStopKeys;
+  const std::string new_crawl = " -i '" + inputs[2] + "' -i '" + inputs[3] + "' " + kNoStopKeys;
+  ASSERT_EQ(Run("dedup -q" + old_crawl + " -o '" + Path("a1") + "' --save-index '" + Path("ix1") + "'"), 0) << err_;
+  ASSERT_EQ(Run("dedup -q" + old_crawl + " -o '" + Path("a2") + "' --save-index '" + Path("ix2") + "' --memory-limit 1"),
+            0)
+      << err_;
+  EXPECT_EQ(ReadAll(Path("ix2/kept.ndk")), ReadAll(Path("ix1/kept.ndk")));
+  EXPECT_EQ(ReadAll(Path("ix2/manifest.json")), ReadAll(Path("ix1/manifest.json")));
+  const std::string load = " --load-index '" + Path("ix1") + "'";
+  ASSERT_EQ(Run("dedup -q" + new_crawl + load + " -o '" + Path("b1") + "' -d '" + Path("d1") + "'"), 0) << err_;
+  ASSERT_EQ(Run("dedup -q" + new_crawl + load + " -o '" + Path("b2") + "' -d '" + Path("d2") + "' --memory-limit 1"), 0)
+      << err_;
+  EXPECT_FALSE(ReadAll(Path("d1")).empty());
+  EXPECT_EQ(ReadAll(Path("b2")), ReadAll(Path("b1")));
+  EXPECT_EQ(ReadAll(Path("d2")), ReadAll(Path("d1")));
+}
+
+// A later round reads a file again but analyzes only the documents it
+// needs: the counts (invalid UTF-8 with --format lines, blank lines) are the
+// first read's.
+TEST_F(StageTest, MemoryLimitCountsAsDedup) {
+  const auto inputs = RoundsCorpus(dir_);
+  std::string text = "bytes \xff\xfe that are not UTF-8\n\n";
+  std::istringstream lines(ReadAll(inputs[0]));
+  for (std::string l; std::getline(lines, l);) {
+    std::string t = nlohmann::json::parse(l)["text"].get<std::string>();
+    std::replace(t.begin(), t.end(), '\n', ' ');
+    text += t + "\n";
+  }
+  WriteAll(Path("odd.txt"), text);
+  const std::string in = " --format lines -i '" + Path("odd.txt") + "' " + kNoStopKeys;
+  ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("one") + "' --stats-json '" + Path("one.json") + "'"), 0) << err_;
+  ASSERT_EQ(Run("dedup" + in + " -o '" + Path("rounds") + "' --stats-json '" + Path("rounds.json") +
+                "' --memory-limit 1"),
+            0)
+      << err_;
+  EXPECT_NE(err_.find("round 2 decided documents 4096 to"), std::string::npos) << err_;  // a round inside the file
+  EXPECT_EQ(ReadAll(Path("rounds")), ReadAll(Path("one")));
+  const auto one = nlohmann::json::parse(ReadAll(Path("one.json")));
+  const auto rounds = nlohmann::json::parse(ReadAll(Path("rounds.json")));
+  for (const char* key : {"documents", "kept", "duplicates", "exact_duplicates", "near_duplicates", "without_features",
+                          "invalid_utf8", "files", "lines", "bad_lines", "blank_lines", "truncated_texts"}) {
+    EXPECT_EQ(rounds.at(key), one.at(key)) << key;
+  }
+  EXPECT_GT(one["invalid_utf8"].get<int64_t>(), 0);
+}
+
+// Found in review: SIGTERM left the scratch directory (its decision
+// records are 11 bytes per document). The run now removes it and dies of
+// the signal.
+TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
+  const auto inputs = RoundsCorpus(dir_);
+  ASSERT_EQ(::mkdir(Path("spill").c_str(), 0755), 0);
+  const std::string run = "'" + kCli + "' dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("o") +
+                          "' --memory-limit 1 -t 1 --spill-dir '" + Path("spill") + "' " + kNoStopKeys;
+  // Waits (at most 20 s) for the scratch directory's first decision file,
+  // then sends SIGTERM; the exit status is 128 + 15.
+  const std::string script = run + " & pid=$!; i=0; while [ $i -lt 200 ] && ! ls '" + Path("spill") +
+                             "'/neardup-dedup-*/dec/* >/dev/null 2>&1; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; "
+                             "wait $pid; echo $? > '" + Path("rc") + "'";
+  ASSERT_EQ(std::system(script.c_str()), 0);
+  EXPECT_EQ(ReadAll(Path("rc")), "143\n");
+  EXPECT_TRUE(std::filesystem::is_empty(Path("spill")));
+}
+
+// Found in review: the spill refused to read back a raw id over 1 MiB that
+// it had written, so a duplicate of such a document in a later round failed
+// the run.
+TEST_F(StageTest, MemoryLimitCarriesLongIdsAcrossRounds) {
+  const std::string id(std::size_t{1} << 21, 'x');
+  const std::string doc = "{\"id\": \"" + id + "\", \"text\": \"a document whose id is two megabytes long\"}\n";
+  std::string later;
+  std::istringstream lines(ReadAll(kSample));
+  for (std::string l; std::getline(lines, l);) later += l + "\n";
+  WriteAll(Path("long.jsonl"), doc + later + later + doc);  // past a round's first batch
+  const std::string in = " -i '" + Path("long.jsonl") + "' -o '" + Path("o") + "' " + kNoStopKeys;
+  ASSERT_EQ(Run("dedup -q" + in + " -d '" + Path("d1") + "'"), 0) << err_;
+  ASSERT_EQ(Run("dedup" + in + " -d '" + Path("d2") + "' --memory-limit 1"), 0) << err_;
+  EXPECT_NE(err_.find("round 3 decided"), std::string::npos) << err_.substr(0, 2000);
+  EXPECT_EQ(ReadAll(Path("d2")), ReadAll(Path("d1")));
+  EXPECT_NE(ReadAll(Path("d2")).find(id), std::string::npos);
+}
+
+TEST_F(StageTest, MemoryLimitRefusesWhatItCannotBound) {
+  const auto inputs = SplitSample(2);
+  const std::string run = "dedup -q -i '" + inputs[0] + "' -o '" + Path("out") + "' --memory-limit 100M ";
+  for (const std::string& flags : {std::string("--keep longest"), "--clusters '" + Path("c") + "'",
+                                   "--checkpoint '" + Path("ck") + "'"}) {
+    EXPECT_EQ(Run(run + flags), 2) << flags;
+    EXPECT_NE(err_.find("--memory-limit cannot be used with"), std::string::npos) << err_;
+  }
+  EXPECT_EQ(Run("dedup -q -i - -o '" + Path("out") + "' --memory-limit 100M < '" + inputs[0] + "'"), 2);
+  EXPECT_NE(err_.find("not standard input"), std::string::npos) << err_;
+  EXPECT_EQ(Run(run + "--memory-limit 12parsecs"), 2);
+  EXPECT_NE(::access(Path("out").c_str(), F_OK), 0);
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
+  EXPECT_EQ(Run("dedup -q -i '" + Path("fifo") + "' -o '" + Path("out") + "' --memory-limit 100M"), 2);
+  EXPECT_NE(err_.find("needs regular files"), std::string::npos) << err_;
+}
+
+// Found in review: an output naming an input truncated it before the run.
+// Now refused, as without --memory-limit, with every input left whole.
+TEST_F(StageTest, MemoryLimitNeverOverwritesAnInput) {
+  const auto inputs = SplitSample(3);
+  const std::string b = inputs[2], before = ReadAll(b);
+  const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + b + "' --memory-limit 100M ";
+  for (const std::string& flags : {"-o '" + b + "'", "-o '" + Path("o") + "' -d '" + b + "'",
+                                   "-o '" + Path("o") + "' --rejects '" + b + "'",
+                                   "-o '" + Path("o") + "' --stats-json '" + b + "'"}) {
+    EXPECT_EQ(Run(run + flags), 2) << flags;
+    EXPECT_NE(err_.find("refusing to overwrite the input file"), std::string::npos) << err_;
+    EXPECT_EQ(ReadAll(b), before) << flags;
+  }
+}
+
+// A run that fails while writing leaves no output, no --save-index and no
+// --stats-json behind (found in review: they were written before the write
+// step and left when it failed).
+TEST_F(StageTest, MemoryLimitFailureLeavesNothing) {
+  const auto inputs = SplitSample(2);
+  const std::string in = " -i '" + inputs[0] + "' -i '" + inputs[2 - 1] + "' --memory-limit 1 --spill-dir '" + dir_ + "'";
+  // An output that cannot be created fails before the first round.
+  EXPECT_EQ(Run("dedup -q" + in + " -o '" + Path("no/such/dir/out") + "' --save-index '" + Path("ix") +
+                "' --stats-json '" + Path("st.json") + "'"),
+            1);
+  EXPECT_NE(::access(Path("ix").c_str(), F_OK), 0);
+  EXPECT_NE(::access(Path("st.json").c_str(), F_OK), 0);
+  // A --stats-json that cannot be written fails the run after the outputs:
+  // they are removed.
+  EXPECT_EQ(Run("dedup -q" + in + " -o '" + Path("out") + "' -d '" + Path("dups") + "' --stats-json '" +
+                Path("no/st.json") + "'"),
+            1);
+  EXPECT_NE(::access(Path("out").c_str(), F_OK), 0);
+  EXPECT_NE(::access(Path("dups").c_str(), F_OK), 0);
+  std::string left;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().filename().string().starts_with("neardup-")) left += e.path().string() + " ";
+  }
+  EXPECT_EQ(left, "");
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ struct DedupFlags {
   std::string keep = "first";           // --keep: first | longest
   std::string checkpoint;               // --checkpoint DIR: resumable run
   std::string sketch_dir;               // --sketch-dir: sketch records in a file there
+  size_t memory_limit = 0;              // --memory-limit: 0 = none
+  std::string spill_dir;                // --spill-dir
 };
 
 struct Counters {
@@ -571,6 +573,22 @@ Result<std::optional<nlohmann::json>> PrepareCheckpoint(const DedupFlags& f, con
   return CheckpointFiles(f.checkpoint).Load(inputs);
 }
 
+// --memory-limit: decided in rounds (RunStagedDedup), for the settings it
+// can bound.
+int RunDedupInRounds(const DedupFlags& f, std::vector<InputFile> inputs) {
+  if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters, f.checkpoint); !st.ok()) return Fail(st);
+  StagedDedupArgs a;
+  a.in = f.in;
+  a.in.inputs.clear();
+  for (const InputFile& in : inputs) a.in.inputs.push_back(in.path);
+  a.fp = f.fp, a.k = f.k, a.recheck = f.recheck_options;
+  a.output = f.output, a.duplicates = f.duplicates, a.annotate = f.annotate, a.stats_json = f.stats_json;
+  a.sketch_dir = f.sketch_dir, a.save_index = f.save_index, a.spill_dir = f.spill_dir, a.load_index = f.load_index;
+  a.output_shards = f.output_shards, a.threads = ResolveThreads(f.threads);
+  a.batch_size = f.batch_size, a.memory_limit = f.memory_limit, a.quiet = f.quiet;
+  return RunStagedDedup(a);
+}
+
 int RunDedup(const DedupFlags& f) {
   auto fp_options = ToFingerprintOptions(f.fp);
   if (!fp_options.ok()) return Fail(fp_options.status());
@@ -587,6 +605,7 @@ int RunDedup(const DedupFlags& f) {
   }
   auto inputs = ExpandInputs(f.in.inputs.empty() ? std::vector<std::string>{"-"} : f.in.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
+  if (f.memory_limit > 0) return RunDedupInRounds(f, *inputs);
   DedupRun run(f, *created.value(), ResolveThreads(f.threads));
   // Every input is opened before the first output is created (a wrong
   // --input leaves no file behind); each is read when its turn comes.
@@ -657,6 +676,7 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "instead of memory (read back only for a check's few candidates): the same output in much "
                   "less memory. The file is gone when the run ends")
       ->check(CLI::ExistingDirectory);
+  AddMemoryLimitFlags(cmd, &f->memory_limit, &f->spill_dir);
   cmd->add_option("--checkpoint", f->checkpoint,
                   "Make the run resumable: after each input file, make the outputs durable and save the run's "
                   "state in this directory. Run the same command again after an interruption: it continues "

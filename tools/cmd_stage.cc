@@ -9,11 +9,21 @@
 //                      and duplicate lines
 // The filter outputs of files 0, 1, ... concatenate to exactly what
 // `neardup dedup` writes for the same inputs and settings.
+#include <dirent.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,6 +36,7 @@
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/staged_files.h"
+#include "util/temp_file.h"
 
 namespace neardup::cli {
 namespace {
@@ -158,6 +169,74 @@ int RunPlan(const PlanFlags& f) {
   return kExitOk;
 }
 
+// The header of input `path`'s signatures: the run's settings, the input
+// as it is now, its place in the run.
+Json SignaturesHeader(const RunSettings& run, uint64_t scheme_id, const std::string& path, int shard, int shards) {
+  Json header;
+  header["stage"] = "signatures";
+  header["settings"] = SettingsJson(run, scheme_id);
+  header["input"] = path;
+  header["input_bytes"] = FileSize(path);
+  header["input_mtime_ns"] = FileMtimeNs(path);
+  header["shard"] = shard;
+  header["shards"] = shards;
+  return header;
+}
+
+// Reads one input, analyzes its documents a batch at a time and calls
+// each(doc) for every one in order; its bad lines go to `bad` (*stopped when
+// bad.Add says stop: --strict, --max-bad-lines). Returns the input's summary:
+// lines, documents, bad and blank lines, truncated texts, invalid UTF-8 and
+// a digest of the lines (the filter checks the input against it).
+// The first `skip` documents are parsed and counted but not analyzed: each()
+// gets them with an empty signature (a round that starts past them).
+template <typename Each>
+Result<Json> AnalyzeInput(const RunSettings& run, std::unique_ptr<InputStream> in, int threads, size_t batch_size,
+                          Deduplicator& analyzer, BadLines& bad, bool* stopped, Each&& each, uint64_t skip = 0) {
+  RecordReader reader(std::move(in), ToReaderOptions(run.in));
+  LineDigest digest;
+  std::vector<InputRecord> batch;
+  std::vector<std::string_view> texts;
+  std::vector<DocSignature> sigs;
+  uint64_t documents = 0, blank = 0, truncated = 0;
+  const uint64_t bad_before = bad.count(), invalid_before = analyzer.stats().invalid_utf8;
+  while (!*stopped) {
+    NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(batch_size, threads, &batch));
+    if (batch.empty()) break;
+    texts.clear();
+    uint64_t seen = documents;
+    for (const InputRecord& r : batch) {
+      if (r.kind == InputRecord::Kind::kDocument && seen++ >= skip) texts.push_back(r.text());
+    }
+    analyzer.Analyze(texts, &sigs, threads);  // counts invalid UTF-8 in analyzer.stats()
+    size_t next_sig = 0;
+    for (size_t i = 0; i < batch.size() && !*stopped; ++i) {
+      InputRecord& r = batch[i];
+      digest.Add(r.line);
+      if (r.kind == InputRecord::Kind::kBlank) {
+        ++blank;
+        continue;
+      }
+      if (r.kind == InputRecord::Kind::kBad) {
+        *stopped = !bad.Add(r);
+        continue;
+      }
+      truncated += r.truncated;
+      StagedDoc doc{r.line_number, std::move(r.id), documents++ >= skip ? std::move(sigs[next_sig++]) : DocSignature{}};
+      NEARDUP_RETURN_IF_ERROR(each(doc));
+    }
+  }
+  Json summary;
+  summary["lines"] = digest.lines();
+  summary["documents"] = documents;
+  summary["bad_lines"] = bad.count() - bad_before;
+  summary["blank_lines"] = blank;
+  summary["truncated_texts"] = truncated;
+  summary["invalid_utf8"] = analyzer.stats().invalid_utf8 - invalid_before;
+  summary["line_digest"] = FingerprintToHex(digest.digest());
+  return summary;
+}
+
 // ---- stage fingerprint ---------------------------------------------------------
 
 struct FingerprintStageFlags {
@@ -204,14 +283,7 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   }
   auto in = OpenInput(path);
   if (!in.ok()) return Fail(in.status());
-  Json header;
-  header["stage"] = "signatures";
-  header["settings"] = SettingsJson(f.run, dedup.scheme_id());
-  header["input"] = path;
-  header["input_bytes"] = FileSize(path);
-  header["input_mtime_ns"] = FileMtimeNs(path);
-  header["shard"] = f.shard;
-  header["shards"] = f.shards;
+  const Json header = SignaturesHeader(f.run, dedup.scheme_id(), path, f.shard, f.shards);
   if (f.keep_existing && ShardIsCurrent(f.output, header.dump())) {
     if (!f.quiet) std::fprintf(stderr, "neardup stage fingerprint: %s is up to date\n", f.output.c_str());
     return kExitOk;
@@ -222,54 +294,20 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
   auto writer = StageFileWriter::Create(f.output, StageFileKind::kSignatures, header.dump());
   if (!writer.ok()) return Fail(writer.status());
 
-  const int threads = ResolveThreads(f.threads);
-  RecordReader reader(std::move(in).value(), ToReaderOptions(f.run.in));
-  LineDigest digest;
-  std::vector<InputRecord> batch;
-  std::vector<std::string_view> texts;
-  std::vector<DocSignature> sigs;
-  std::string record;
-  uint64_t documents = 0, blank = 0, truncated = 0;
   bool stopped = false;
-  while (!stopped) {
-    if (Status st = reader.ReadBatch(f.batch_size, threads, &batch); !st.ok()) return Fail(st);
-    if (batch.empty()) break;
-    texts.clear();
-    for (const InputRecord& r : batch) {
-      if (r.kind == InputRecord::Kind::kDocument) texts.push_back(r.text());
-    }
-    dedup.Analyze(texts, &sigs, threads);  // counts invalid UTF-8 in dedup.stats()
-    size_t next_sig = 0;
-    for (size_t i = 0; i < batch.size() && !stopped; ++i) {
-      InputRecord& r = batch[i];
-      digest.Add(r.line);
-      if (r.kind == InputRecord::Kind::kBlank) {
-        ++blank;
-        continue;
-      }
-      if (r.kind == InputRecord::Kind::kBad) {
-        stopped = !bad.Add(r);
-        continue;
-      }
-      truncated += r.truncated;
-      ++documents;
-      record.clear();
-      EncodeStagedDoc(StagedDoc{r.line_number, std::move(r.id), std::move(sigs[next_sig++])}, &record);
-      if (Status st = (*writer)->Add(record); !st.ok()) return Fail(st);
-    }
-  }
+  std::string record;
+  auto summary = AnalyzeInput(f.run, std::move(in).value(), ResolveThreads(f.threads), f.batch_size, dedup, bad,
+                              &stopped, [&](StagedDoc& doc) {
+                                record.clear();
+                                EncodeStagedDoc(doc, &record);
+                                return (*writer)->Add(record);
+                              });
+  if (!summary.ok()) return Fail(summary.status());
   // A task stopped by bad lines leaves no shard. Whether every line of the
   // run was bad is for decide to say (one file of them may be all bad).
+  const uint64_t documents = (*summary)["documents"].get<uint64_t>();
   if (const int rc = bad.Finish(std::max<uint64_t>(documents, 1)); rc != kExitOk) return rc;
-  Json summary;
-  summary["lines"] = digest.lines();
-  summary["documents"] = documents;
-  summary["bad_lines"] = bad.count();
-  summary["blank_lines"] = blank;
-  summary["truncated_texts"] = truncated;
-  summary["invalid_utf8"] = dedup.stats().invalid_utf8;
-  summary["line_digest"] = FingerprintToHex(digest.digest());
-  record = static_cast<char>(StageRecordType::kSummary) + summary.dump();
+  record = static_cast<char>(StageRecordType::kSummary) + summary->dump();
   if (Status st = (*writer)->Add(record); !st.ok()) return Fail(st);
   if (Status st = (*writer)->Finish(); !st.ok()) return Fail(st);
   if (!f.quiet) {
@@ -292,6 +330,8 @@ struct DecideFlags {
   std::string clusters;                 // --clusters: as dedup's
   std::string keep = "first";           // --keep: as dedup's
   int threads = 1;                      // --threads: searches of a batch on this many threads
+  size_t memory_limit = 0;              // --memory-limit: bytes, 0 = none (decide in rounds past it)
+  std::string spill_dir;                // --spill-dir: the rounds' spill files
   bool quiet = false;
 };
 
@@ -412,14 +452,30 @@ Status DecideAllLongestFirst(const std::vector<ShardInfo>& shards, DecideState& 
   return Status::OK();
 }
 
+// The best kept document the rounds of --memory-limit have found so far for
+// a later document, and its raw id (its round's ids are gone by the time the
+// document is decided).
+struct Provisional {
+  std::optional<DuplicateMatch> match;
+  std::string id;
+};
+
+std::optional<std::string> EarlierId(const Provisional* earlier, uint64_t duplicate_of) {
+  if (earlier == nullptr || !earlier->match || earlier->match->id != duplicate_of) return std::nullopt;
+  return earlier->id;
+}
+
 // Writes the next document's decision record and keeps what later ones need
 // (its id when kept, its cluster, the saved index).
-Status WriteDecision(StagedDoc& doc, const DedupDecision& d, DecideState& st, StageFileWriter& writer) {
+// `earlier`: the document an earlier round of --memory-limit matched it to
+// (its id is no longer in st.kept_ids), or null.
+Status WriteDecision(StagedDoc& doc, const DedupDecision& d, DecideState& st, StageFileWriter& writer,
+                     const Provisional* earlier = nullptr) {
   const uint64_t sequence = st.loaded + st.documents;
   ++st.documents;
   StagedDecision s{doc.line_number, d, {}, {}};
   if (d.duplicate) {
-    s.duplicate_of_id = st.kept_ids.Find(d.duplicate_of);
+    s.duplicate_of_id = EarlierId(earlier, d.duplicate_of).value_or(std::string(st.kept_ids.Find(d.duplicate_of)));
     if (st.clusters) st.clusters->Add(d.duplicate_of, doc.id);
     s.id = std::move(doc.id);
   } else {
@@ -433,17 +489,42 @@ Status WriteDecision(StagedDoc& doc, const DedupDecision& d, DecideState& st, St
   return writer.Add(out);
 }
 
+// A shard's decision file, opened when its first document is decided: its
+// header says how many documents and kept documents the shards before it had
+// (where its records fall in the --output-shards round robin).
+Result<std::unique_ptr<StageFileWriter>> OpenDecisions(const ShardInfo& shard, const std::string& out_path,
+                                                       const DecideState& st) {
+  Json header = shard.header;
+  header["stage"] = "decisions";
+  header["first_sequence"] = st.loaded + st.documents;
+  header["written_before"] = {{"documents", st.documents}, {"kept", st.kept}};
+  return StageFileWriter::Create(out_path, StageFileKind::kDecisions, header.dump());
+}
+
+// Ends a shard's decision file with its summary (the filter checks the
+// input against it) and counts its lines.
+Status FinishDecisions(const ShardInfo& shard, const Json& summary, StageFileWriter& writer, DecideTotals& totals) {
+  NEARDUP_RETURN_IF_ERROR(writer.Add(static_cast<char>(StageRecordType::kSummary) + summary.dump()));
+  try {
+    totals.counts.lines += summary["lines"].get<uint64_t>();
+    totals.counts.bad_lines += summary["bad_lines"].get<uint64_t>();
+    totals.counts.blank_lines += summary["blank_lines"].get<uint64_t>();
+    totals.counts.truncated_texts += summary["truncated_texts"].get<uint64_t>();
+    totals.invalid_utf8 += summary["invalid_utf8"].get<uint64_t>();
+  } catch (const Json::exception& e) {
+    return Status::Corruption(shard.path + ": summary: " + e.what());
+  }
+  ++totals.counts.files;
+  return writer.Finish();
+}
+
 // Decides one shard's documents (or takes their --keep longest decisions),
 // writing its decision file. Its header says how many documents and kept
 // documents the shards before it had: where its records fall in the
 // --output-shards round robin.
 Status DecideShard(const ShardInfo& shard, const std::string& out_path, DecideState& st) {
   NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(shard.path, StageFileKind::kSignatures));
-  Json header = shard.header;
-  header["stage"] = "decisions";
-  header["first_sequence"] = st.loaded + st.documents;
-  header["written_before"] = {{"documents", st.documents}, {"kept", st.kept}};
-  NEARDUP_ASSIGN_OR_RETURN(auto writer, StageFileWriter::Create(out_path, StageFileKind::kDecisions, header.dump()));
+  NEARDUP_ASSIGN_OR_RETURN(auto writer, OpenDecisions(shard, out_path, st));
   // Documents are decided a batch at a time (Deduplicator::DecideBatch, on
   // --threads), then written in order.
   constexpr size_t kBatch = 4096;
@@ -472,37 +553,315 @@ Status DecideShard(const ShardInfo& shard, const std::string& out_path, DecideSt
   NEARDUP_RETURN_IF_ERROR(summary.status());
   NEARDUP_RETURN_IF_ERROR(flush());
   // The filter checks the input against the summary.
-  NEARDUP_RETURN_IF_ERROR(writer->Add(static_cast<char>(StageRecordType::kSummary) + summary->dump()));
-  DecideTotals& totals = st.totals;
-  try {
-    totals.counts.lines += (*summary)["lines"].get<uint64_t>();
-    totals.counts.bad_lines += (*summary)["bad_lines"].get<uint64_t>();
-    totals.counts.blank_lines += (*summary)["blank_lines"].get<uint64_t>();
-    totals.counts.truncated_texts += (*summary)["truncated_texts"].get<uint64_t>();
-    totals.invalid_utf8 += (*summary)["invalid_utf8"].get<uint64_t>();
-  } catch (const Json::exception& e) {
-    return Status::Corruption(shard.path + ": summary: " + e.what());
-  }
-  ++totals.counts.files;
-  return writer->Finish();
+  return FinishDecisions(shard, *summary, *writer, st.totals);
 }
 
+// ---- stage decide --memory-limit: deciding in rounds ---------------------------
+// docs/SCALING.md, "Deciding in bounded memory". A round decides documents in
+// stream order, from the first one no round has decided, while its kept
+// documents' structures fit the budget. The documents after that point are
+// then only searched against the round's kept ones, and each one's best match
+// so far is spilled to a file. The next round starts at that point with an
+// empty set and those matches as priors (Deduplicator::DecideBatch), so every
+// document is judged against every document kept before it while memory holds
+// one round's kept documents. Each round reads the documents again (a
+// ShardReader: the signature shards, or the inputs analyzed again).
+
+// What a round's kept documents may hold of --memory-limit (their own
+// accounting: Deduplicator::MemoryBytes and the raw ids). The rest is for
+// what that accounting does not see: the heap's slack, a table's copy while
+// it grows, a batch of signatures, buffers. 80 % was too much: 10M short
+// documents under 512 MiB held 379 MB and peaked at 602 MB of RSS
+// (docs/BENCHMARKS.md, "Deciding in bounded memory").
+size_t RoundBudget(size_t limit) {
+  constexpr size_t kFixed = size_t{48} << 20;
+  const size_t share = limit / 10 * 6;
+  return share > kFixed + limit / 4 ? share - kFixed : limit / 4;
+}
+
+// `dir`, or the system's temporary directory when it is empty.
+Result<std::filesystem::path> ScratchParent(const std::string& dir) {
+  if (!dir.empty()) return std::filesystem::path(dir);
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return Status::IOError("no temporary directory (TMPDIR): " + ec.message() + "; give --spill-dir");
+  return tmp;
+}
+
+// One round's spill: per later document its Provisional, in stream order, in
+// an unnamed temporary file (gone with the process, however it ends).
+class SpillFile {
+ public:
+  static Result<std::unique_ptr<SpillFile>> Create(const std::string& dir) {
+    NEARDUP_ASSIGN_OR_RETURN(const std::filesystem::path parent, ScratchParent(dir));
+    const int fd = OpenUnnamedFile(parent.string());
+    if (fd < 0) return Status::IOError("cannot create a spill file in " + parent.string() + ": " + std::strerror(errno));
+    std::FILE* file = ::fdopen(fd, "w+b");
+    if (file == nullptr) {
+      ::close(fd);
+      return Status::IOError("cannot open a spill file: " + std::string(std::strerror(errno)));
+    }
+    return std::unique_ptr<SpillFile>(new SpillFile(file));
+  }
+  ~SpillFile() { std::fclose(file_); }
+
+  Status Put(const Provisional& p) {
+    const uint8_t tag = p.match ? 1 : 0;
+    bool ok = std::fwrite(&tag, 1, 1, file_) == 1;
+    if (p.match) {
+      const DuplicateMatch& m = *p.match;
+      const uint8_t flags = (m.exact ? 1 : 0) | (m.rechecked ? 2 : 0) | (m.similarity_exact ? 4 : 0);
+      const uint64_t id = m.id;
+      const int32_t distance = m.distance;
+      const uint32_t len = static_cast<uint32_t>(p.id.size());
+      ok = ok && std::fwrite(&id, sizeof id, 1, file_) == 1 && std::fwrite(&distance, sizeof distance, 1, file_) == 1 &&
+           std::fwrite(&flags, 1, 1, file_) == 1 && std::fwrite(&m.similarity, sizeof m.similarity, 1, file_) == 1 &&
+           std::fwrite(&len, sizeof len, 1, file_) == 1 && std::fwrite(p.id.data(), 1, len, file_) == len;
+    }
+    return ok ? Status::OK() : WriteError();
+  }
+
+  // Done writing: the reads start from the first record.
+  Status Rewind() {
+    if (std::fflush(file_) != 0) return WriteError();
+    std::rewind(file_);
+    return Status::OK();
+  }
+
+  Status Get(Provisional* p) {
+    uint8_t tag = 0;
+    if (std::fread(&tag, 1, 1, file_) != 1 || tag > 1) return ReadError();
+    p->match.reset();
+    p->id.clear();
+    if (tag == 0) return Status::OK();
+    DuplicateMatch m;
+    uint64_t id = 0;
+    int32_t distance = 0;
+    uint8_t flags = 0;
+    uint32_t len = 0;
+    if (std::fread(&id, sizeof id, 1, file_) != 1 || std::fread(&distance, sizeof distance, 1, file_) != 1 ||
+        std::fread(&flags, 1, 1, file_) != 1 || std::fread(&m.similarity, sizeof m.similarity, 1, file_) != 1 ||
+        std::fread(&len, sizeof len, 1, file_) != 1 || len > (1u << 30)) {
+      return ReadError();
+    }
+    p->id.resize(len);
+    if (std::fread(p->id.data(), 1, len, file_) != len) return ReadError();
+    m.id = id;
+    m.distance = distance;
+    m.exact = flags & 1, m.rechecked = flags & 2, m.similarity_exact = flags & 4;
+    p->match = m;
+    return Status::OK();
+  }
+
+ private:
+  explicit SpillFile(std::FILE* file) : file_(file) {}
+  static Status WriteError() { return FileWriteError("writing a spill file of --memory-limit", errno); }
+  Status ReadError() const {
+    return std::ferror(file_) ? Status::IOError("reading a spill file of --memory-limit: " +
+                                                std::string(std::strerror(errno)))
+                              : Status::Corruption("a spill file of --memory-limit ends early");
+  }
+  std::FILE* file_;
+};
+
+// Reads shard s's documents for a round: each(doc) for every one in order,
+// then the shard's summary. From its signature file (stage decide) or from its
+// input, analyzed again (dedup --memory-limit: no signature files on disk).
+// `skip`: how many of its first documents the round does not need (they may
+// come without their signatures).
+using ShardReader =
+    std::function<Result<Json>(size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each)>;
+
+// What the rounds share: the shards, where the decision files stand, the budget.
+struct Rounds {
+  const std::vector<ShardInfo>& shards;
+  ShardReader read;
+  const std::string& output_dir;
+  size_t budget = 0;  // bytes of a round's kept documents (index, sketches, anchors, raw ids)
+  std::string spill_dir;
+  size_t finished_shards = 0;            // shards whose decision files are complete
+  std::vector<uint64_t> shard_first;     // each shard's first document (stream index), learned in round 0
+  std::vector<Json> summaries;           // each shard's summary in round 0: later reads must match it
+  std::unique_ptr<StageFileWriter> writer;  // the decision file of shard finished_shards, once opened
+  size_t peak_memory = 0;
+  int rounds = 0;
+};
+
+bool OverBudget(const Deduplicator& dedup, const DecideState& st, Rounds& r) {
+  const size_t bytes = dedup.MemoryBytes() + st.kept_ids.MemoryBytes();
+  r.peak_memory = std::max(r.peak_memory, bytes);
+  return bytes > r.budget;
+}
+
+// A shard read again must be what round 0 read: the spilled matches and the
+// documents are paired by position. Round 0's summary is the shard's.
+Status SameAsFirstRead(const Json& summary, size_t s, Rounds& r) {
+  if (r.summaries.size() == s) {
+    r.summaries.push_back(summary);
+    return Status::OK();
+  }
+  const Json& first = r.summaries[s];  // a later read skips analyzing, so it counts no invalid UTF-8
+  if (summary["lines"] != first["lines"] || summary["line_digest"] != first["line_digest"] ||
+      summary["documents"] != first["documents"]) {
+    return Status::FailedPrecondition(r.shards[s].path + " changed while the run was reading it (round " +
+                                      std::to_string(r.rounds + 1) + " read other lines than round 1)");
+  }
+  return Status::OK();
+}
+
+// One round from stream index `start`: returns the index of the first document
+// it left undecided (the number of documents when it decided them all), and
+// in *out the spill for the next round.
+Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in, std::unique_ptr<SpillFile>* out,
+                             DecideState& st, Rounds& r) {
+  constexpr size_t kBatch = 4096;
+  const bool first_round = r.rounds == 0;
+  bool deciding = true;
+  uint64_t g = 0, split = 0;
+  std::vector<StagedDoc> docs;
+  std::vector<Provisional> priors;
+  std::vector<DocSignature> sigs;
+  std::vector<std::optional<DuplicateMatch>> matches;
+  std::vector<DedupDecision> decisions;
+  auto flush = [&]() -> Status {
+    sigs.resize(docs.size());
+    matches.resize(docs.size());
+    for (size_t i = 0; i < docs.size(); ++i) sigs[i] = std::move(docs[i].sig), matches[i] = priors[i].match;
+    if (deciding) {
+      NEARDUP_RETURN_IF_ERROR(dedup.DecideBatch(sigs, &decisions, st.threads, matches));
+      for (size_t i = 0; i < docs.size(); ++i) {
+        docs[i].sig = std::move(sigs[i]);
+        NEARDUP_RETURN_IF_ERROR(WriteDecision(docs[i], decisions[i], st, *r.writer, &priors[i]));
+      }
+    } else {
+      NEARDUP_RETURN_IF_ERROR(dedup.ProbeBatch(sigs, &matches, st.threads));
+      if (!*out) {
+        NEARDUP_ASSIGN_OR_RETURN(*out, SpillFile::Create(r.spill_dir));
+      }
+      for (size_t i = 0; i < docs.size(); ++i) {
+        Provisional p{matches[i], {}};
+        if (p.match) {  // the earlier round's document, or one of this round's
+          p.id = EarlierId(&priors[i], p.match->id).value_or(std::string(st.kept_ids.Find(p.match->id)));
+        }
+        NEARDUP_RETURN_IF_ERROR((*out)->Put(p));
+      }
+    }
+    docs.clear(), priors.clear();
+    return Status::OK();
+  };
+  auto stop_deciding_when_full = [&] {
+    if (deciding && OverBudget(dedup, st, r)) deciding = false, split = g;
+  };
+  for (size_t s = r.finished_shards; s < r.shards.size(); ++s) {
+    const ShardInfo& shard = r.shards[s];
+    if (first_round) r.shard_first.push_back(g);
+    g = r.shard_first[s];
+    auto summary = r.read(s, start > g ? start - g : 0, [&](StagedDoc& doc) -> Status {
+      if (g++ < start) return Status::OK();
+      Provisional p;
+      if (in != nullptr) NEARDUP_RETURN_IF_ERROR(in->Get(&p));
+      if (deciding && !r.writer) {
+        NEARDUP_ASSIGN_OR_RETURN(r.writer, OpenDecisions(shard, DecisionsPath(r.output_dir, static_cast<int>(s)), st));
+      }
+      docs.push_back(std::move(doc));
+      priors.push_back(std::move(p));
+      if (docs.size() < kBatch) return Status::OK();
+      NEARDUP_RETURN_IF_ERROR(flush());
+      stop_deciding_when_full();
+      return Status::OK();
+    });
+    NEARDUP_RETURN_IF_ERROR(summary.status());
+    NEARDUP_RETURN_IF_ERROR(SameAsFirstRead(*summary, s, r));
+    NEARDUP_RETURN_IF_ERROR(flush());
+    // Every document of the shard is decided: it was decided through, or the
+    // round stopped deciding exactly at its end.
+    if (deciding || (split == g && r.finished_shards == s)) {
+      if (!r.writer) {
+        NEARDUP_ASSIGN_OR_RETURN(r.writer, OpenDecisions(shard, DecisionsPath(r.output_dir, static_cast<int>(s)), st));
+      }
+      NEARDUP_RETURN_IF_ERROR(FinishDecisions(shard, r.summaries[s], *r.writer, st.totals));
+      r.writer.reset();
+      ++r.finished_shards;
+    }
+    stop_deciding_when_full();
+  }
+  if (first_round) r.shard_first.push_back(g);
+  ++r.rounds;
+  return deciding ? g : split;
+}
+
+void AddStats(const DedupStats& s, DedupStats* into) {
+  into->documents += s.documents, into->kept += s.kept, into->exact_duplicates += s.exact_duplicates;
+  into->near_duplicates += s.near_duplicates, into->without_features += s.without_features;
+}
+
+// Every shard decided in rounds of at most r.budget bytes of kept documents;
+// *dedup ends as the last round's. Returns the stats of all rounds.
+Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideState& st, Rounds& r, bool quiet) {
+  DedupStats total;
+  std::unique_ptr<SpillFile> in;
+  uint64_t start = 0;
+  for (;;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<SpillFile> out;
+    NEARDUP_ASSIGN_OR_RETURN(const uint64_t next, DecideRound(**dedup, start, in.get(), &out, st, r));
+    AddStats((*dedup)->stats(), &total);
+    if (!quiet) {
+      std::fprintf(stderr, "neardup stage decide: round %d decided documents %llu to %llu (%.1f MB held), %.1f s\n",
+                   r.rounds, static_cast<unsigned long long>(start), static_cast<unsigned long long>(next),
+                   static_cast<double>((*dedup)->MemoryBytes() + st.kept_ids.MemoryBytes()) / 1e6, Since(t0));
+    }
+    if (next == r.shard_first.back()) return total;
+    const DedupOptions options = (*dedup)->options();
+    dedup->reset();  // this round's memory goes before the next round's is taken
+#ifdef __GLIBC__
+    // Gives this round's freed heap back to the system before the next
+    // round allocates in other sizes and order (a 5M trace: RSS falls from
+    // 187 to 19 MiB between rounds).
+    ::malloc_trim(0);
+#endif
+    st.kept_ids = KeptIds();
+    NEARDUP_ASSIGN_OR_RETURN(*dedup, Deduplicator::Create(options));
+    (*dedup)->RestoreProgress(DedupStats{}, st.loaded + next);
+    NEARDUP_RETURN_IF_ERROR(out->Rewind());
+    in = std::move(out);
+    start = next;
+  }
+}
+
+// Reads shard s from its signature file.
+ShardReader SignatureFiles(const std::vector<ShardInfo>& shards) {
+  return [&shards](size_t s, uint64_t, const std::function<Status(StagedDoc&)>& each) -> Result<Json> {
+    NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(shards[s].path, StageFileKind::kSignatures));
+    return ReadSignatureShard(shards[s], *reader, each);
+  };
+}
+
+int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const ShardReader& read);
+
 int RunDecide(const DecideFlags& f) {
-  const auto t0 = std::chrono::steady_clock::now();
   auto files = ExpandInputs(f.signatures);
   if (!files.ok()) return Fail(files.status());
   auto shards = CheckShards(*files);
   if (!shards.ok()) return Fail(shards.status());
+  return DecideRun(f, &*shards, SignatureFiles(*shards));
+}
+
+// stage decide over `shards`, read by `read` in rounds (--memory-limit), or
+// else from their signature files.
+int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const ShardReader& read) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto options = OptionsFromSettings((*shards)[0].header["settings"]);
   if (!options.ok()) return Fail(options.status());
   options->sketch_dir = f.sketch_dir;  // where the decision keeps its data: not a setting of the run
   auto created = Deduplicator::Create(*options);
   if (!created.ok()) return Fail(created.status());
   Deduplicator& dedup = *created.value();
+  if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters, ""); !st.ok()) return Fail(st);
+  if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   std::error_code ec;
   std::filesystem::create_directories(f.output_dir, ec);
   if (ec) return Fail(Status::IOError("cannot create " + f.output_dir + ": " + ec.message()));
-  if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   DecideState state(dedup);
   state.threads = ResolveThreads(f.threads);
   for (const std::string& dir : f.load_index) {
@@ -519,10 +878,23 @@ int RunDecide(const DecideFlags& f) {
   if (f.keep == "longest") {
     if (Status st = DecideAllLongestFirst(*shards, state); !st.ok()) return Fail(st);
   }
-  for (size_t i = 0; i < shards->size(); ++i) {
-    Status st = DecideShard((*shards)[i], DecisionsPath(f.output_dir, static_cast<int>(i)), state);
-    if (!st.ok()) return Fail(st);
+  DedupStats s;
+  size_t memory_bytes = 0;
+  if (f.memory_limit > 0) {
+    Rounds rounds{*shards, read, f.output_dir, RoundBudget(f.memory_limit), f.spill_dir};
+    auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
+    if (!decided.ok()) return Fail(decided.status());
+    s = *decided;
+    memory_bytes = rounds.peak_memory;
+  } else {
+    for (size_t i = 0; i < shards->size(); ++i) {
+      Status st = DecideShard((*shards)[i], DecisionsPath(f.output_dir, static_cast<int>(i)), state);
+      if (!st.ok()) return Fail(st);
+    }
+    s = dedup.stats();
+    memory_bytes = dedup.MemoryBytes();
   }
+  const Deduplicator& last = *created.value();  // the last round's, with --memory-limit
   const DecideTotals& totals = state.totals;
   if (state.clusters) {
     auto out = OpenOutput(f.clusters);
@@ -530,14 +902,13 @@ int RunDecide(const DecideFlags& f) {
     state.clusters->Write(out->get(), state.kept_ids);
     if (Status st = FinishOutput(std::move(out).value(), f.clusters); !st.ok()) return Fail(st);
   }
-  DedupStats s = dedup.stats();
   s.invalid_utf8 = totals.invalid_utf8;  // counted where the texts were analyzed
   const double seconds = Since(t0);
   if (!f.stats_json.empty()) {
     Json j;
     AddRunStats(s, totals.counts, &j);
     j["elapsed_seconds"] = seconds;
-    j["memory_bytes"] = dedup.MemoryBytes();
+    j["memory_bytes"] = memory_bytes;  // with --memory-limit: the largest round's
     j["settings"] = (*shards)[0].header["settings"];
     auto out = OpenOutput(f.stats_json);
     if (!out.ok()) return Fail(out.status());
@@ -558,7 +929,7 @@ int RunDecide(const DecideFlags& f) {
   if (state.saved) {
     std::vector<std::string> inputs;
     for (const ShardInfo& shard : *shards) inputs.push_back(shard.header.value("input", std::string()));
-    Status st = FinishSavedIndex(std::move(state.saved), f.save_index, dedup, inputs, state.loaded, f.load_index);
+    Status st = FinishSavedIndex(std::move(state.saved), f.save_index, last, inputs, state.loaded, f.load_index);
     if (!st.ok()) return Fail(st);
   }
   return kExitOk;
@@ -721,7 +1092,305 @@ int RunFilter(const FilterFlags& f) {
   return kExitOk;
 }
 
+// SIGINT, SIGTERM or SIGHUP during `dedup --memory-limit`: its scratch
+// directory goes (with only async-signal-safe calls: getdents64, unlinkat),
+// then the process ends of the signal as it would have.
+char g_scratch_dir[4096];
+
+void RemoveTreeAt(int dirfd, int depth) {
+  struct Dirent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[1];
+  };
+  alignas(8) char buf[4096];
+  for (bool removed = true; removed;) {  // removing while listing may skip entries: list again
+    removed = false;
+    ::lseek(dirfd, 0, SEEK_SET);
+    for (long n; (n = ::syscall(SYS_getdents64, dirfd, buf, sizeof buf)) > 0;) {
+      for (long at = 0; at < n;) {
+        const auto* d = reinterpret_cast<const Dirent64*>(buf + at);
+        at += d->reclen;
+        if (d->name[0] == '.' && (d->name[1] == 0 || (d->name[1] == '.' && d->name[2] == 0))) continue;
+        if (d->type == DT_DIR && depth > 0) {
+          const int sub = ::openat(dirfd, d->name, O_RDONLY | O_DIRECTORY);
+          if (sub >= 0) RemoveTreeAt(sub, depth - 1), ::close(sub);
+        }
+        removed |= ::unlinkat(dirfd, d->name, d->type == DT_DIR ? AT_REMOVEDIR : 0) == 0;
+      }
+    }
+  }
+}
+
+extern "C" void RemoveScratchOnSignal(int sig) {
+  const int fd = ::open(g_scratch_dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) RemoveTreeAt(fd, 2), ::close(fd), ::rmdir(g_scratch_dir);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// The temporary directory of `dedup --memory-limit`, removed with its files
+// however the run ends but by SIGKILL (it is named neardup-dedup-*).
+class ScratchDir {
+ public:
+  static Result<std::unique_ptr<ScratchDir>> Create(const std::string& parent) {
+    NEARDUP_ASSIGN_OR_RETURN(const std::filesystem::path where, ScratchParent(parent));
+    std::string path = (where / "neardup-dedup-XXXXXX").string();
+    if (::mkdtemp(path.data()) == nullptr) {
+      return Status::IOError("cannot create a directory in " + parent + " for --memory-limit: " +
+                             std::strerror(errno));
+    }
+    return std::unique_ptr<ScratchDir>(new ScratchDir(path));
+  }
+  ~ScratchDir() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string Path(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {
+    std::snprintf(g_scratch_dir, sizeof g_scratch_dir, "%s", path_.c_str());
+    struct sigaction on {};
+    on.sa_handler = RemoveScratchOnSignal;
+    sigemptyset(&on.sa_mask);
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &on, &previous_[i]);
+  }
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  std::string path_;
+  struct sigaction previous_[3] {};
+};
+
+// The outputs of dedup --memory-limit: opened before the first round (a path
+// that cannot be written fails at once), and removed if the run fails, as
+// stage filter's are. --stats-json and --save-index are written to the scratch
+// directory and moved here only when everything else succeeded.
+class RoundOutputs {
+ public:
+  Status Open(const StagedDedupArgs& a) {
+    for (int i = 0; i < a.output_shards; ++i) {
+      paths_.push_back(ShardPath(a.output, i, a.output_shards));
+      NEARDUP_ASSIGN_OR_RETURN(FilePtr out, OpenOutput(paths_.back()));
+      outs_.push_back(std::move(out));
+    }
+    if (!a.duplicates.empty()) {
+      paths_.push_back(a.duplicates);
+      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(a.duplicates));
+    }
+    return Status::OK();
+  }
+
+  // Every input's records through its decision file: what the run's filter
+  // tasks write, concatenated.
+  Status Write(const StagedDedupArgs& a, const ScratchDir& dir) {
+    uint64_t written = 0;
+    for (size_t i = 0; i < a.in.inputs.size(); ++i) {
+      FilterFlags f;
+      f.input = a.in.inputs[i];
+      f.decisions = DecisionsPath(dir.Path("dec"), static_cast<int>(i));
+      f.annotate = a.annotate;
+      NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(f.decisions, StageFileKind::kDecisions));
+      NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(f.input));
+      DecisionStream decisions(std::move(reader));
+      NEARDUP_RETURN_IF_ERROR(Filter(f, in.get(), decisions, outs_, dups_.get(), &written));
+    }
+    for (size_t i = 0; i < outs_.size(); ++i) NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(outs_[i]), paths_[i]));
+    if (dups_) NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(dups_), a.duplicates));
+    return Status::OK();
+  }
+  // The run succeeded: the outputs stay.
+  void Keep() { done_ = true; }
+
+  ~RoundOutputs() {
+    if (done_) return;
+    outs_.clear(), dups_.reset();
+    for (const std::string& path : paths_) {
+      if (path != "-") std::remove(path.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<FilePtr> outs_;
+  FilePtr dups_;
+  bool done_ = false;
+};
+
+// Moves a file made in the scratch directory to where the user asked for it
+// (a copy when they are on different file systems).
+Status MoveInto(const std::string& from, const std::string& to) {
+  if (to == "-") {
+    std::FILE* in = std::fopen(from.c_str(), "rb");
+    if (in == nullptr) return Status::IOError("cannot read " + from);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) std::fwrite(buf, 1, n, stdout);
+    std::fclose(in);
+    return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("cannot write standard output");
+  }
+  std::error_code ec;
+  std::filesystem::rename(from, to, ec);
+  if (!ec) return Status::OK();
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return Status::IOError("cannot write " + to + ": " + ec.message());
+  return Status::OK();
+}
+
+Status MoveResults(const StagedDedupArgs& a, const ScratchDir& dir) {
+  if (!a.save_index.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.save_index, ec);
+    if (ec) return Status::IOError("cannot create --save-index directory " + a.save_index + ": " + ec.message());
+    for (const char* name : {"kept.ndk", "manifest.json"}) {  // the manifest last: it says the index is whole
+      NEARDUP_RETURN_IF_ERROR(MoveInto(dir.Path(std::string("index/") + name),
+                                       (std::filesystem::path(a.save_index) / name).string()));
+    }
+  }
+  if (!a.stats_json.empty()) NEARDUP_RETURN_IF_ERROR(MoveInto(dir.Path("stats.json"), a.stats_json));
+  return Status::OK();
+}
+
+// What --memory-limit refuses before it opens anything: inputs it cannot read
+// once per round, and an output that would overwrite an input.
+Status CheckRoundInputs(const StagedDedupArgs& a) {
+  for (const std::string& in : a.in.inputs) {
+    struct stat st {};
+    if (in == "-" || (::stat(in.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) {
+      return Status::InvalidArgument("--memory-limit reads the inputs once per round: it needs regular files, not " +
+                                     (in == "-" ? std::string("standard input") : in));
+    }
+    std::vector<std::string> outputs{a.duplicates, a.in.rejects, a.stats_json};
+    for (int i = 0; i < a.output_shards; ++i) outputs.push_back(ShardPath(a.output, i, a.output_shards));
+    for (const std::string& out : outputs) NEARDUP_RETURN_IF_ERROR(CheckNotInput(in, out));
+  }
+  return CheckSaveIsNotLoaded(a.load_index, a.save_index);
+}
+
+// Reads shard s by analyzing its input again. The first read of each input
+// (round 0 reads them all) reports its bad lines; later reads skip the same
+// lines silently.
+class AnalyzedInputs {
+ public:
+  AnalyzedInputs(const StagedDedupArgs& a, Deduplicator& analyzer, BadLines& bad)
+      : a_(a), analyzer_(analyzer), bad_(bad) {
+    InputFlags quiet = a.in;
+    quiet.rejects.clear(), quiet.max_bad_lines = 0, quiet.strict = false;
+    (void)silent_.Open(quiet, /*quiet=*/true);  // no file to open
+    run_.in = a.in, run_.fp = a.fp, run_.k = a.k, run_.recheck = a.recheck;
+  }
+  // The inputs as shards, their sizes and modification times as of now.
+  const std::vector<ShardInfo>& Shards() {
+    const int n = static_cast<int>(a_.in.inputs.size());
+    for (int i = 0; i < n; ++i) {
+      const std::string& path = a_.in.inputs[static_cast<size_t>(i)];
+      shards_.push_back(ShardInfo{path, SignaturesHeader(run_, analyzer_.scheme_id(), path, i, n)});
+    }
+    return shards_;
+  }
+  Result<Json> Read(size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
+    const std::string& path = a_.in.inputs[s];
+    const bool first = s == read_;
+    const Json& header = shards_[s].header;
+    if (!first && (FileSize(path) != header["input_bytes"].get<uint64_t>() ||
+                   FileMtimeNs(path) != header["input_mtime_ns"].get<int64_t>())) {
+      return Status::FailedPrecondition(path + " changed while the run was reading it (its size or modification time)");
+    }
+    BadLines& bad = first ? bad_ : silent_;
+    if (a_.in.inputs.size() > 1) bad.SetSource(path);
+    NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(path));
+    NEARDUP_ASSIGN_OR_RETURN(Json summary,
+                             AnalyzeInput(run_, std::move(in), a_.threads, a_.batch_size, analyzer_, bad, &stopped_, each,
+                                          skip));
+    if (stopped_) return Status::InvalidArgument("bad input lines stopped the run");
+    read_ += first;
+    return summary;
+  }
+  bool stopped() const { return stopped_; }
+
+ private:
+  const StagedDedupArgs& a_;
+  RunSettings run_;
+  Deduplicator& analyzer_;
+  BadLines& bad_;
+  BadLines silent_;
+  std::vector<ShardInfo> shards_;
+  size_t read_ = 0;  // inputs read once
+  bool stopped_ = false;
+};
+
 }  // namespace
+
+Status CheckMemoryLimit(size_t limit, const std::string& keep, const std::string& clusters,
+                        const std::string& checkpoint) {
+  if (limit == 0) return Status::OK();
+  const char* refused = !checkpoint.empty() ? "--checkpoint (rerun it: the rounds' files are temporary)"
+                        : keep != "first"   ? "--keep longest (it holds every signature)"
+                        : !clusters.empty() ? "--clusters (it holds every kept document's id; --duplicates names them)"
+                                            : nullptr;
+  if (refused == nullptr) return Status::OK();
+  return Status::InvalidArgument(std::string("--memory-limit cannot be used with ") + refused);
+}
+
+void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir) {
+  cmd->add_option("--memory-limit", *limit,
+                  "Bound the memory of the kept documents' structures: past 60% of this size (e.g. 8G, 500M; "
+                  "minus 48 MB for buffers) the decision continues in rounds, each holding only its own kept "
+                  "documents, the later documents' best matches spilled to --spill-dir. Decisions as without it "
+                  "except where an anchor is a stop key in one but not the other (docs/SCALING.md). 0 (the "
+                  "default): no bound")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--spill-dir", *spill_dir,
+                  "Directory for --memory-limit's spill files (unnamed: gone when the run ends); default the "
+                  "system's temporary directory")
+      ->check(CLI::ExistingDirectory);
+}
+
+int RunStagedDedup(const StagedDedupArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status st = CheckRoundInputs(a); !st.ok()) return Fail(st);
+  auto fp_options = ToFingerprintOptions(a.fp);
+  if (!fp_options.ok()) return Fail(fp_options.status());
+  DedupOptions options;
+  options.k = a.k, options.fingerprint = *fp_options, options.recheck = a.recheck;
+  auto analyzer = Deduplicator::Create(options);
+  if (!analyzer.ok()) return Fail(analyzer.status());
+  for (const std::string& in : a.in.inputs) {
+    if (Status st = OpenInput(in).status(); !st.ok()) return Fail(st);
+  }
+  auto dir = ScratchDir::Create(a.spill_dir);
+  if (!dir.ok()) return Fail(dir.status());
+  BadLines bad;
+  if (Status st = bad.Open(a.in, a.quiet); !st.ok()) return Fail(st);
+  RoundOutputs outputs;
+  if (Status st = outputs.Open(a); !st.ok()) return Fail(st);
+  AnalyzedInputs inputs(a, **analyzer, bad);
+  const std::vector<ShardInfo> shards = inputs.Shards();
+  DecideFlags d;
+  d.output_dir = (*dir)->Path("dec");
+  d.stats_json = a.stats_json.empty() ? "" : (*dir)->Path("stats.json");
+  d.save_index = a.save_index.empty() ? "" : (*dir)->Path("index");
+  d.sketch_dir = a.sketch_dir, d.load_index = a.load_index;
+  d.threads = a.threads, d.memory_limit = a.memory_limit, d.spill_dir = (*dir)->path(), d.quiet = a.quiet;
+  const int decided = DecideRun(d, &shards, [&](size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
+    return inputs.Read(s, skip, each);
+  });
+  const int bad_rc = bad.Finish(1);  // "every line was bad" is decide's to say
+  if (decided != kExitOk) return inputs.stopped() ? bad_rc : decided;
+  if (bad_rc != kExitOk) return bad_rc;
+  const double decide_s = Since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (Status st = outputs.Write(a, **dir); !st.ok()) return Fail(st);
+  if (Status st = MoveResults(a, **dir); !st.ok()) return Fail(st);
+  outputs.Keep();
+  if (!a.quiet) {
+    std::fprintf(stderr, "neardup dedup --memory-limit: analyze and decide %.1f s, write %.1f s\n", decide_s, Since(t1));
+  }
+  return kExitOk;
+}
 
 void AddStageCommand(CLI::App& app, int* exit_code) {
   CLI::App* stage = app.add_subcommand(
@@ -786,6 +1455,7 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
                 "Threads searching each batch's documents against the ones kept before it (0 = hardware "
                 "concurrency); the decisions are the same for any number")
       ->check(CLI::Range(0, 1024));
+  AddMemoryLimitFlags(d, &dec->memory_limit, &dec->spill_dir);
   d->add_flag("-q,--quiet", dec->quiet, "No summary on stderr");
   d->callback([dec, exit_code] { *exit_code = RunDecide(*dec); });
 

@@ -308,6 +308,28 @@ inline Status FinishOutput(FilePtr file, const std::string& path) {
 
 inline bool StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
+// `dedup --memory-limit` (tools/cmd_stage.cc; docs/SCALING.md, "Deciding in
+// bounded memory"): stage decide in rounds, each round analyzing the inputs
+// again, then stage filter's writing, in this process; the decision files
+// and spills in a temporary directory under spill_dir. Returns the exit code.
+struct StagedDedupArgs {
+  InputFlags in;                     // in.inputs: the expanded input files, in order
+  FingerprintFlags fp;
+  int k = 3;
+  RecheckOptions recheck;
+  std::string output, duplicates, annotate, stats_json, sketch_dir, save_index, spill_dir;
+  std::vector<std::string> load_index;
+  int output_shards = 1, threads = 1;
+  size_t batch_size = 4096, memory_limit = 0;
+  bool quiet = false;
+};
+int RunStagedDedup(const StagedDedupArgs& args);
+void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir);
+// kInvalidArgument when --memory-limit (limit > 0) comes with a setting it
+// cannot bound: --checkpoint, --keep longest, --clusters.
+Status CheckMemoryLimit(size_t limit, const std::string& keep, const std::string& clusters,
+                        const std::string& checkpoint);
+
 }  // namespace neardup::cli
 
 #include "bad_lines.h"  // IWYU pragma: export (uses the pieces above)

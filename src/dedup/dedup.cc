@@ -56,13 +56,38 @@ Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
   return DecideBatch(sigs_, out, threads);
 }
 
-Status Deduplicator::DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads) {
+Status Deduplicator::DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads,
+                                 std::span<const std::optional<DuplicateMatch>> priors) {
+  if (!priors.empty() && priors.size() != sigs.size()) {
+    return Status::InvalidArgument("DecideBatch: " + std::to_string(priors.size()) + " priors for " +
+                                   std::to_string(sigs.size()) + " documents");
+  }
   out->assign(sigs.size(), DedupDecision{});
-  if (threads > 1 && sigs.size() > 1) return DecideOnThreads(sigs, out, threads);
+  if (threads > 1 && sigs.size() > 1) return DecideOnThreads(sigs, out, threads, priors);
+  static const std::optional<DuplicateMatch> kNone;
   for (size_t i = 0; i < sigs.size(); ++i) {
-    NEARDUP_ASSIGN_OR_RETURN((*out)[i], ProcessSignature(sigs[i]));
+    NEARDUP_ASSIGN_OR_RETURN((*out)[i], Decide(sigs[i], priors.empty() ? kNone : priors[i]));
   }
   return Status::OK();
+}
+
+Status Deduplicator::ProbeBatch(std::span<const DocSignature> sigs,
+                                std::vector<std::optional<DuplicateMatch>>* matches, int threads) const {
+  if (matches->size() != sigs.size()) return Status::InvalidArgument("ProbeBatch: one match slot per document");
+  std::mutex mu;
+  Status failed;
+  ParallelFor(sigs.size(), threads, [&](size_t from, size_t to) {
+    std::optional<DuplicateMatch> mine;
+    for (size_t i = from; i < to; ++i) {
+      if (Status st = set_->FindDuplicate(sigs[i], &mine); !st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        failed = st;
+        return;
+      }
+      (*matches)[i] = set_->Combine(sigs[i], (*matches)[i], mine);
+    }
+  });
+  return failed;
 }
 
 // Most of a decision is the search of the documents kept before the batch,
@@ -76,12 +101,12 @@ Status Deduplicator::DecideBatch(std::span<const DocSignature> sigs, std::vector
 // half took 1.43 s of 200,000 documents' decisions in slices of 4,096 and
 // 0.87 s in slices of 512 (docs/BENCHMARKS.md, the batch job's threads).
 Status Deduplicator::DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out,
-                                     int threads) {
+                                     int threads, std::span<const std::optional<DuplicateMatch>> priors) {
   constexpr size_t kDecideSlice = 512;
   for (size_t begin = 0; begin < sigs.size(); begin += kDecideSlice) {
     const size_t end = std::min(sigs.size(), begin + kDecideSlice);
     NEARDUP_RETURN_IF_ERROR(SearchOlder(sigs, begin, end, threads));
-    NEARDUP_RETURN_IF_ERROR(DecideInOrder(sigs, begin, end, out));
+    NEARDUP_RETURN_IF_ERROR(DecideInOrder(sigs, begin, end, out, priors));
   }
   return Status::OK();
 }
@@ -106,7 +131,8 @@ Status Deduplicator::SearchOlder(std::span<const DocSignature> sigs, size_t begi
 }
 
 Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end,
-                                   std::vector<DedupDecision>* out) {
+                                   std::vector<DedupDecision>* out,
+                                   std::span<const std::optional<DuplicateMatch>> priors) {
   NearDupOptions batch_options = set_->options();
   batch_options.sketch_dir.clear();
   // Its documents bring the anchors set_ indexed for them; stop keys are set_'s.
@@ -125,6 +151,7 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
       if (batch_set_->size() != 0) NEARDUP_RETURN_IF_ERROR(batch_set_->FindDuplicate(WithAnchors(doc, probed), &newer));
       match = set_->Combine(doc, older_[i - begin], newer);
     }
+    if (!priors.empty()) match = set_->Combine(doc, priors[i], match);
     NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, batch_set_.get()));
   }
   return Status::OK();
@@ -150,10 +177,12 @@ Status Deduplicator::AddKeptAt(uint64_t sequence, const DocSignature& doc) {
 
 size_t Deduplicator::MemoryBytes() const { return set_->MemoryBytes(); }
 
-Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) {
+Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) { return Decide(doc, std::nullopt); }
+
+Result<DedupDecision> Deduplicator::Decide(const DocSignature& doc, const std::optional<DuplicateMatch>& prior) {
   std::optional<DuplicateMatch> match;
   NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
-  return Apply(doc, match, nullptr);
+  return Apply(doc, set_->Combine(doc, prior, match), nullptr);
 }
 
 Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match,

@@ -125,7 +125,22 @@ class Deduplicator {
   // `threads` threads; (*out)[i] is sigs[i]'s decision. The same decisions
   // for any thread count. Errors as ProcessSignature's; documents before the
   // failing one stay decided.
-  Status DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads);
+  //
+  // `priors`, when not empty (one per document), are answers from documents
+  // kept before every document of this Deduplicator (their ids below all of
+  // its sequence numbers), as ProbeBatch gave them: each decision is then the
+  // one over those documents and this one's together (NearDupSet::Combine).
+  // Deciding a stream in rounds of bounded memory rests on it.
+  Status DecideBatch(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads,
+                     std::span<const std::optional<DuplicateMatch>> priors = {});
+
+  // Searches the kept documents for each of `sigs` without deciding or
+  // inserting anything: (*matches)[i] becomes the better of its value and
+  // this set's answer (NearDupSet::Combine), for documents that come after
+  // every kept one. On up to `threads` threads; reads only, so the answers
+  // are the same for any number. matches->size() must equal sigs.size().
+  Status ProbeBatch(std::span<const DocSignature> sigs, std::vector<std::optional<DuplicateMatch>>* matches,
+                    int threads) const;
 
   // Decides one already-analyzed document (the sequential half of
   // ProcessBatch), giving it the next sequence number. Lets callers that
@@ -171,9 +186,13 @@ class Deduplicator {
  private:
   Deduplicator(const DedupOptions& options, Fingerprinter fingerprinter, std::unique_ptr<NearDupSet> set);
   // ProcessBatch's decisions on several threads (dedup.cc).
-  Status DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads);
+  Status DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads,
+                         std::span<const std::optional<DuplicateMatch>> priors);
   Status SearchOlder(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads);
-  Status DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end, std::vector<DedupDecision>* out);
+  Status DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end, std::vector<DedupDecision>* out,
+                       std::span<const std::optional<DuplicateMatch>> priors);
+  // ProcessSignature with an earlier answer (DecideBatch's priors).
+  Result<DedupDecision> Decide(const DocSignature& doc, const std::optional<DuplicateMatch>& prior);
   // The decision for `doc` given its match: counts it and, when it is kept,
   // inserts it (also into batch_set when given, under the anchors set_
   // indexed it under).
