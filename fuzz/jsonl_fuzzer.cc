@@ -8,6 +8,7 @@
 //     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
 //   cmake --build build-fuzz --target jsonl_fuzzer
 //   ./build-fuzz/jsonl_fuzzer -max_total_time=60 -max_len=4096
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -61,14 +62,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // The same bytes as a JSONL stream, through the line splitter and the
   // batch reader (one and two threads must agree).
+  // Bytes that begin with a gzip or zstd magic are decompressed; only those
+  // may fail to read (truncated or corrupt stream), and then the same way on
+  // any thread count.
+  const bool compressed = input.starts_with("\x1f\x8b") || input.starts_with("\x28\xb5\x2f\xfd");
   std::vector<std::vector<neardup::InputRecord>> results;
+  std::vector<std::string> errors;
   for (int threads : {1, 2}) {
     std::FILE* f = fmemopen(const_cast<uint8_t*>(data), size, "rb");
     if (f == nullptr) return 0;  // fmemopen refuses size 0 on some libcs
     neardup::RecordReader reader(f, neardup::RecordReaderOptions{});
     std::vector<neardup::InputRecord> all, batch;
+    std::string error;
     for (;;) {
-      Check(reader.ReadBatch(threads == 1 ? 3 : 64, threads, &batch).ok());
+      const neardup::Status status = reader.ReadBatch(threads == 1 ? 3 : 64, threads, &batch);
+      if (!status.ok()) {
+        Check(compressed && !status.message().empty());
+        error = status.message();
+        break;
+      }
       if (batch.empty()) break;
       all.insert(all.end(), batch.begin(), batch.end());
     }
@@ -76,6 +88,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t expected_line = 1;
     for (const auto& r : all) Check(r.line_number == expected_line++);
     results.push_back(std::move(all));
+    errors.push_back(std::move(error));
+  }
+  Check(errors[0] == errors[1]);
+  // A failed read may stop at a different batch boundary; the lines both
+  // runs returned must still agree.
+  if (!errors[0].empty()) {
+    const size_t n = std::min(results[0].size(), results[1].size());
+    results[0].resize(n);
+    results[1].resize(n);
   }
   Check(results[0].size() == results[1].size());
   for (size_t i = 0; i < results[0].size(); ++i) {
