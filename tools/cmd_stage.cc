@@ -1254,15 +1254,46 @@ Status MoveResults(const StagedDedupArgs& a, const ScratchDir& dir) {
   return Status::OK();
 }
 
-// What --memory-limit refuses before it opens anything: inputs it cannot read
-// once per round, and an output that would overwrite an input.
+// True for an input that can be read only once: standard input, a pipe, a
+// character device. The rounds read every input once per round.
+bool ReadableOnce(const std::string& path) {
+  struct stat st {};
+  return path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
+}
+
+// Copies an input that can be read only once into the scratch directory, as
+// it comes (compressed data stays compressed: it is decompressed on each
+// read), and returns the copy's path.
+Result<std::string> Spool(const std::string& input, const std::string& copy) {
+  std::FILE* in = input == "-" ? stdin : std::fopen(input.c_str(), "rb");
+  if (in == nullptr) return Status::IOError("cannot open " + input + ": " + std::strerror(errno));
+  const std::string what = "the copy of " + (input == "-" ? std::string("standard input") : input) + " in " + copy;
+  std::FILE* out = std::fopen(copy.c_str(), "wb");
+  Status st = out == nullptr ? Status::IOError("cannot create " + what + ": " + std::strerror(errno)) : Status::OK();
+  std::vector<char> buf(1 << 20);
+  for (size_t n; st.ok() && (n = std::fread(buf.data(), 1, buf.size(), in)) > 0;) {
+    if (std::fwrite(buf.data(), 1, n, out) != n) st = FileWriteError(what, errno);
+  }
+  if (st.ok() && std::ferror(in)) st = Status::IOError("cannot read " + input + ": " + std::strerror(errno));
+  if (out != nullptr && std::fclose(out) != 0 && st.ok()) st = FileWriteError(what, errno);
+  if (in != stdin) std::fclose(in);
+  if (!st.ok()) return st;
+  return copy;
+}
+
+// Replaces each input that can be read only once with its copy in `dir`.
+Status SpoolReadableOnce(const ScratchDir& dir, std::vector<std::string>* inputs) {
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    if (!ReadableOnce((*inputs)[i])) continue;
+    NEARDUP_ASSIGN_OR_RETURN((*inputs)[i], Spool((*inputs)[i], dir.Path("input-" + std::to_string(i))));
+  }
+  return Status::OK();
+}
+
+// What --memory-limit refuses before it opens anything: an output that would
+// overwrite an input.
 Status CheckRoundInputs(const StagedDedupArgs& a) {
   for (const std::string& in : a.in.inputs) {
-    struct stat st {};
-    if (in == "-" || (::stat(in.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) {
-      return Status::InvalidArgument("--memory-limit reads the inputs once per round: it needs regular files, not " +
-                                     (in == "-" ? std::string("standard input") : in));
-    }
     std::vector<std::string> outputs{a.duplicates, a.in.rejects, a.stats_json};
     for (int i = 0; i < a.output_shards; ++i) outputs.push_back(ShardPath(a.output, i, a.output_shards));
     for (const std::string& out : outputs) NEARDUP_RETURN_IF_ERROR(CheckNotInput(in, out));
@@ -1275,8 +1306,11 @@ Status CheckRoundInputs(const StagedDedupArgs& a) {
 // lines silently.
 class AnalyzedInputs {
  public:
-  AnalyzedInputs(const StagedDedupArgs& a, Deduplicator& analyzer, BadLines& bad)
-      : a_(a), analyzer_(analyzer), bad_(bad) {
+  // `a` reads the inputs' copies where they were spooled; `names` are the
+  // inputs as the user gave them, for messages.
+  AnalyzedInputs(const StagedDedupArgs& a, const std::vector<std::string>& names, Deduplicator& analyzer,
+                 BadLines& bad)
+      : a_(a), names_(names), analyzer_(analyzer), bad_(bad) {
     InputFlags quiet = a.in;
     quiet.rejects.clear(), quiet.max_bad_lines = 0, quiet.strict = false;
     (void)silent_.Open(quiet, /*quiet=*/true);  // no file to open
@@ -1297,10 +1331,10 @@ class AnalyzedInputs {
     const Json& header = shards_[s].header;
     if (!first && (FileSize(path) != header["input_bytes"].get<uint64_t>() ||
                    FileMtimeNs(path) != header["input_mtime_ns"].get<int64_t>())) {
-      return Status::FailedPrecondition(path + " changed while the run was reading it (its size or modification time)");
+      return Status::FailedPrecondition(names_[s] + " changed while the run was reading it (its size or modification time)");
     }
     BadLines& bad = first ? bad_ : silent_;
-    if (a_.in.inputs.size() > 1) bad.SetSource(path);
+    if (a_.in.inputs.size() > 1) bad.SetSource(names_[s]);
     NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(path));
     NEARDUP_ASSIGN_OR_RETURN(Json summary,
                              AnalyzeInput(run_, std::move(in), a_.threads, a_.batch_size, analyzer_, bad, &stopped_, each,
@@ -1313,6 +1347,7 @@ class AnalyzedInputs {
 
  private:
   const StagedDedupArgs& a_;
+  const std::vector<std::string>& names_;
   RunSettings run_;
   Deduplicator& analyzer_;
   BadLines& bad_;
@@ -1349,9 +1384,10 @@ void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir) {
       ->check(CLI::ExistingDirectory);
 }
 
-int RunStagedDedup(const StagedDedupArgs& a) {
+int RunStagedDedup(const StagedDedupArgs& given) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status st = CheckRoundInputs(a); !st.ok()) return Fail(st);
+  if (Status st = CheckRoundInputs(given); !st.ok()) return Fail(st);
+  StagedDedupArgs a = given;  // with the spooled inputs' copies, below
   auto fp_options = ToFingerprintOptions(a.fp);
   if (!fp_options.ok()) return Fail(fp_options.status());
   DedupOptions options;
@@ -1359,15 +1395,18 @@ int RunStagedDedup(const StagedDedupArgs& a) {
   auto analyzer = Deduplicator::Create(options);
   if (!analyzer.ok()) return Fail(analyzer.status());
   for (const std::string& in : a.in.inputs) {
+    // Opening one reads its first bytes (the compression check): not yet.
+    if (ReadableOnce(in)) continue;
     if (Status st = OpenInput(in).status(); !st.ok()) return Fail(st);
   }
   auto dir = ScratchDir::Create(a.spill_dir);
   if (!dir.ok()) return Fail(dir.status());
+  if (Status st = SpoolReadableOnce(**dir, &a.in.inputs); !st.ok()) return Fail(st);
   BadLines bad;
   if (Status st = bad.Open(a.in, a.quiet); !st.ok()) return Fail(st);
   RoundOutputs outputs;
   if (Status st = outputs.Open(a); !st.ok()) return Fail(st);
-  AnalyzedInputs inputs(a, **analyzer, bad);
+  AnalyzedInputs inputs(a, given.in.inputs, **analyzer, bad);
   const std::vector<ShardInfo> shards = inputs.Shards();
   DecideFlags d;
   d.output_dir = (*dir)->Path("dec");
