@@ -14,6 +14,7 @@
 #include <sstream>
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -524,6 +525,24 @@ TEST_F(StageTest, MemoryLimitCountsAsDedup) {
     EXPECT_EQ(rounds.at(key), one.at(key)) << key;
   }
   EXPECT_GT(one["invalid_utf8"].get<int64_t>(), 0);
+  // dedup's --stats-json shape, so one reader reads both: every field of the
+  // run in memory is there, of the same JSON type, at the same place.
+  std::function<void(const nlohmann::json&, const nlohmann::json&, const std::string&)> same_shape =
+      [&](const nlohmann::json& want, const nlohmann::json& got, const std::string& at) {
+        for (const auto& [key, value] : want.items()) {
+          ASSERT_TRUE(got.contains(key)) << at + key;
+          if (key == "memory_bytes") {  // the rounds know only the total
+            EXPECT_GT(got[key].at("total").get<uint64_t>(), 0u);
+            continue;
+          }
+          EXPECT_EQ(got[key].type_name(), std::string(value.type_name())) << at + key;
+          if (value.is_object()) same_shape(value, got[key], at + key + ".");
+        }
+      };
+  same_shape(one, rounds, "");
+  for (const char* key : {"k", "scheme", "scheme_id", "threads"}) EXPECT_EQ(rounds.at(key), one.at(key)) << key;
+  EXPECT_GT(rounds["rounds"].get<int>(), 2);
+  EXPECT_EQ(rounds["memory_limit_bytes"].get<int>(), 1);
 }
 
 // Found in review: SIGTERM left the scratch directory (its decision

@@ -880,12 +880,14 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   }
   DedupStats s;
   size_t memory_bytes = 0;
+  int round_count = 0;
   if (f.memory_limit > 0) {
     Rounds rounds{*shards, read, f.output_dir, RoundBudget(f.memory_limit), f.spill_dir};
     auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
     if (!decided.ok()) return Fail(decided.status());
     s = *decided;
     memory_bytes = rounds.peak_memory;
+    round_count = rounds.rounds;
   } else {
     for (size_t i = 0; i < shards->size(); ++i) {
       Status st = DecideShard((*shards)[i], DecisionsPath(f.output_dir, static_cast<int>(i)), state);
@@ -909,6 +911,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
     AddRunStats(s, totals.counts, &j);
     j["elapsed_seconds"] = seconds;
     j["memory_bytes"] = memory_bytes;  // with --memory-limit: the largest round's
+    if (f.memory_limit > 0) j["rounds"] = round_count;
     j["settings"] = (*shards)[0].header["settings"];
     auto out = OpenOutput(f.stats_json);
     if (!out.ok()) return Fail(out.status());
@@ -1240,6 +1243,33 @@ Status MoveInto(const std::string& from, const std::string& to) {
   return Status::OK();
 }
 
+// `stage decide`'s --stats-json, in the shape of `dedup`'s (tools/cmd_dedup.cc
+// StatsJson) so that a reader of one reads the other: memory_bytes.total is
+// the largest round's kept documents; reading and analyzing happen inside
+// the rounds, so their time is in stage_seconds.decide and read is 0.
+Status ReshapeStats(const std::string& path, const Deduplicator& analyzer, const StagedDedupArgs& a,
+                    double decide_s, double write_s) {
+  std::FILE* in = std::fopen(path.c_str(), "rb");
+  if (in == nullptr) return Status::IOError("cannot read " + path);
+  Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::fclose(in);
+  if (j.is_discarded()) return Status::Internal(path + " is not the JSON its run wrote");
+  const double seconds = decide_s + write_s;
+  j["elapsed_seconds"] = seconds;
+  j["stage_seconds"] = {{"read", 0.0}, {"decide", decide_s}, {"write", write_s}};
+  j["docs_per_second"] = seconds > 0 ? j["documents"].get<double>() / seconds : 0.0;
+  j["k"] = a.k;
+  j["scheme"] = analyzer.fingerprinter().scheme_name();
+  j["scheme_id"] = FingerprintToHex(analyzer.scheme_id());
+  j["threads"] = a.threads;
+  j["memory_bytes"] = {{"total", j["memory_bytes"]}};
+  j["memory_limit_bytes"] = a.memory_limit;
+  NEARDUP_ASSIGN_OR_RETURN(FilePtr out, OpenOutput(path));
+  const std::string text = j.dump(2) + "\n";
+  std::fwrite(text.data(), 1, text.size(), out.get());
+  return FinishOutput(std::move(out), path);
+}
+
 Status MoveResults(const StagedDedupArgs& a, const ScratchDir& dir) {
   if (!a.save_index.empty()) {
     std::error_code ec;
@@ -1423,6 +1453,10 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   const double decide_s = Since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   if (Status st = outputs.Write(a, **dir); !st.ok()) return Fail(st);
+  if (!a.stats_json.empty()) {
+    Status st = ReshapeStats((*dir)->Path("stats.json"), **analyzer, a, decide_s, Since(t1));
+    if (!st.ok()) return Fail(st);
+  }
   if (Status st = MoveResults(a, **dir); !st.ok()) return Fail(st);
   outputs.Keep();
   if (!a.quiet) {
