@@ -545,6 +545,27 @@ TEST_F(StageTest, MemoryLimitCountsAsDedup) {
   EXPECT_EQ(rounds["memory_limit_bytes"].get<int>(), 1);
 }
 
+// A run in rounds may take hours: --progress S prints where it is (round,
+// document, memory held) and, once round 1 has counted the documents, an ETA.
+TEST_F(StageTest, MemoryLimitShowsProgressInRounds) {
+  const auto inputs = RoundsCorpus(dir_);
+  std::string in;
+  for (const std::string& p : inputs) in += " -i '" + p + "'";
+  // Room for all: one round, deciding throughout.
+  ASSERT_EQ(Run("dedup" + in + " -o '" + Path("out") + "' --memory-limit 40M --progress 0.000001"), 0) << err_;
+  EXPECT_NE(err_.find("neardup: round 1, deciding, document 4096, "), std::string::npos) << err_;
+  EXPECT_EQ(err_.find("neardup: round 2"), std::string::npos) << err_;
+  // Room for one batch: past it, round 1 only searches; round 2 knows the count.
+  ASSERT_EQ(Run("dedup" + in + " -o '" + Path("out") + "' --memory-limit 1 --progress 0.000001"), 0) << err_;
+  EXPECT_NE(err_.find("neardup: round 1, searching, document 8192, "), std::string::npos) << err_;
+  const size_t later = err_.find("neardup: round 2, ");
+  ASSERT_NE(later, std::string::npos) << err_;
+  EXPECT_NE(err_.find(" of ", later), std::string::npos) << err_;
+  EXPECT_NE(err_.find("ETA about", later), std::string::npos) << err_;
+  ASSERT_EQ(Run("dedup -q" + in + " -o '" + Path("out") + "' --memory-limit 1 --progress 0.000001"), 0) << err_;
+  EXPECT_EQ(err_, "");
+}
+
 // Found in review: SIGTERM left the scratch directory (its decision
 // records are 11 bytes per document). The run now removes it and dies of
 // the signal.

@@ -62,14 +62,6 @@ struct Counters {
   double read_s = 0, decide_s = 0, write_s = 0;
 };
 
-std::string Duration(double s) {
-  char b[32];
-  if (s < 60) std::snprintf(b, sizeof b, "%.0fs", s);
-  else if (s < 3600) std::snprintf(b, sizeof b, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-  else std::snprintf(b, sizeof b, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  return b;
-}
-
 nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double seconds, int threads) {
   const DedupStats& s = dedup.stats();
   nlohmann::json j;
@@ -586,6 +578,7 @@ int RunDedupInRounds(const DedupFlags& f, std::vector<InputFile> inputs) {
   a.sketch_dir = f.sketch_dir, a.save_index = f.save_index, a.spill_dir = f.spill_dir, a.load_index = f.load_index;
   a.output_shards = f.output_shards, a.threads = ResolveThreads(f.threads);
   a.batch_size = f.batch_size, a.memory_limit = f.memory_limit, a.quiet = f.quiet;
+  a.progress_seconds = f.quiet ? 0 : f.progress_seconds;
   return RunStagedDedup(a);
 }
 

@@ -332,6 +332,7 @@ struct DecideFlags {
   int threads = 1;                      // --threads: searches of a batch on this many threads
   size_t memory_limit = 0;              // --memory-limit: bytes, 0 = none (decide in rounds past it)
   std::string spill_dir;                // --spill-dir: the rounds' spill files
+  double progress_seconds = 0;          // --progress: with --memory-limit, a line every this many seconds
   bool quiet = false;
 };
 
@@ -685,7 +686,46 @@ struct Rounds {
   std::unique_ptr<StageFileWriter> writer;  // the decision file of shard finished_shards, once opened
   size_t peak_memory = 0;
   int rounds = 0;
+  double progress_seconds = 0;  // a progress line every this many seconds (0: none)
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(), last_progress = started;
+  uint64_t visits = 0;  // documents read by the rounds so far (each round reads all after its start)
 };
+
+// The documents the rounds still have to read from document g of a round that
+// started at `start`, if every later round decides `per_round` documents:
+// each round reads every document after its start.
+uint64_t VisitsLeft(uint64_t n, uint64_t start, uint64_t g, uint64_t per_round) {
+  uint64_t left = n > g ? n - g : 0;
+  for (uint64_t next = start + per_round; per_round > 0 && next < n; next += per_round) left += n - next;
+  return left;
+}
+
+// A progress line every r.progress_seconds: a run in rounds may take hours.
+// The ETA assumes the later rounds decide as many documents as this one
+// (until `split` once it stopped deciding; else as far as its budget goes at
+// the pace it fills) and read them at the rate so far. The number of
+// documents is known once round 1 has read them all.
+void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r, uint64_t start, uint64_t g,
+                    bool deciding, uint64_t split) {
+  const auto now = std::chrono::steady_clock::now();
+  if (r.progress_seconds <= 0 || now - r.last_progress < std::chrono::duration<double>(r.progress_seconds)) return;
+  r.last_progress = now;
+  const double elapsed = std::chrono::duration<double>(now - r.started).count();
+  const size_t held = dedup.MemoryBytes() + st.kept_ids.MemoryBytes();
+  std::string of, eta;
+  if (r.rounds > 0) {
+    const uint64_t n = r.shard_first.back();
+    of = " of " + std::to_string(n);
+    const double per_round = !deciding ? static_cast<double>(split - start)
+                             : held > 0 ? static_cast<double>(g - start) * static_cast<double>(r.budget) / held
+                                        : 0.0;
+    const double left = static_cast<double>(VisitsLeft(n, start, g, static_cast<uint64_t>(per_round)));
+    if (r.visits > 0) eta = ", ETA about " + Duration(left * elapsed / static_cast<double>(r.visits));
+  }
+  std::fprintf(stderr, "neardup: round %d, %s, document %llu%s, %.1f MB held, %.0f docs/s%s\n", r.rounds + 1,
+               deciding ? "deciding" : "searching", static_cast<unsigned long long>(g), of.c_str(),
+               static_cast<double>(held) / 1e6, static_cast<double>(r.visits) / std::max(elapsed, 1e-9), eta.c_str());
+}
 
 bool OverBudget(const Deduplicator& dedup, const DecideState& st, Rounds& r) {
   const size_t bytes = dedup.MemoryBytes() + st.kept_ids.MemoryBytes();
@@ -763,11 +803,13 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
       if (deciding && !r.writer) {
         NEARDUP_ASSIGN_OR_RETURN(r.writer, OpenDecisions(shard, DecisionsPath(r.output_dir, static_cast<int>(s)), st));
       }
+      ++r.visits;
       docs.push_back(std::move(doc));
       priors.push_back(std::move(p));
       if (docs.size() < kBatch) return Status::OK();
       NEARDUP_RETURN_IF_ERROR(flush());
       stop_deciding_when_full();
+      ReportProgress(dedup, st, r, start, g, deciding, split);
       return Status::OK();
     });
     NEARDUP_RETURN_IF_ERROR(summary.status());
@@ -883,6 +925,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   int round_count = 0;
   if (f.memory_limit > 0) {
     Rounds rounds{*shards, read, f.output_dir, RoundBudget(f.memory_limit), f.spill_dir};
+    rounds.progress_seconds = f.quiet ? 0 : f.progress_seconds;
     auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
     if (!decided.ok()) return Fail(decided.status());
     s = *decided;
@@ -1444,6 +1487,7 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   d.save_index = a.save_index.empty() ? "" : (*dir)->Path("index");
   d.sketch_dir = a.sketch_dir, d.load_index = a.load_index;
   d.threads = a.threads, d.memory_limit = a.memory_limit, d.spill_dir = (*dir)->path(), d.quiet = a.quiet;
+  d.progress_seconds = a.quiet ? 0 : a.progress_seconds;
   const int decided = DecideRun(d, &shards, [&](size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
     return inputs.Read(s, skip, each);
   });
@@ -1529,6 +1573,10 @@ void AddStageCommand(CLI::App& app, int* exit_code) {
                 "concurrency); the decisions are the same for any number")
       ->check(CLI::Range(0, 1024));
   AddMemoryLimitFlags(d, &dec->memory_limit, &dec->spill_dir);
+  d->add_option("--progress", dec->progress_seconds,
+                "With --memory-limit: a progress line (round, document, memory held, ETA) every this many seconds; "
+                "0 (the default): none")
+      ->check(CLI::Range(0.0, 86400.0));
   d->add_flag("-q,--quiet", dec->quiet, "No summary on stderr");
   d->callback([dec, exit_code] { *exit_code = RunDecide(*dec); });
 

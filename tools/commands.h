@@ -249,6 +249,15 @@ inline int ResolveThreads(int threads) {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
+// A duration for a progress line: "42s", "7m05s", "3h12m".
+inline std::string Duration(double s) {
+  char b[32];
+  if (s < 60) std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 3600) std::snprintf(b, sizeof b, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  else std::snprintf(b, sizeof b, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
+  return b;
+}
+
 // A FILE* that closes itself unless it is stdin/stdout.
 struct FileCloser {
   void operator()(std::FILE* f) const {
@@ -321,6 +330,7 @@ struct StagedDedupArgs {
   std::vector<std::string> load_index;
   int output_shards = 1, threads = 1;
   size_t batch_size = 4096, memory_limit = 0;
+  double progress_seconds = 0;  // a progress line every this many seconds (0: none)
   bool quiet = false;
 };
 int RunStagedDedup(const StagedDedupArgs& args);
