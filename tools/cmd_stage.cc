@@ -689,6 +689,7 @@ struct Rounds {
   double progress_seconds = 0;  // a progress line every this many seconds (0: none)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(), last_progress = started;
   uint64_t visits = 0;  // documents read by the rounds so far (each round reads all after its start)
+  uint64_t last_decided = 0;  // how many documents the last round decided
 };
 
 // The documents the rounds still have to read from document g of a round that
@@ -702,9 +703,11 @@ uint64_t VisitsLeft(uint64_t n, uint64_t start, uint64_t g, uint64_t per_round) 
 
 // A progress line every r.progress_seconds: a run in rounds may take hours.
 // The ETA assumes the later rounds decide as many documents as this one
-// (until `split` once it stopped deciding; else as far as its budget goes at
-// the pace it fills) and read them at the rate so far. The number of
-// documents is known once round 1 has read them all.
+// (until `split` once it stopped deciding; else as many as the last round,
+// or as far as its budget goes at the pace it fills, whichever is more: the
+// pace alone overshoots early in a round, when the set's fixed cost weighs
+// most) and read them at the rate so far. The number of documents is known
+// once round 1 has read them all.
 void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r, uint64_t start, uint64_t g,
                     bool deciding, uint64_t split) {
   const auto now = std::chrono::steady_clock::now();
@@ -716,9 +719,9 @@ void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r,
   if (r.rounds > 0) {
     const uint64_t n = r.shard_first.back();
     of = " of " + std::to_string(n);
-    const double per_round = !deciding ? static_cast<double>(split - start)
-                             : held > 0 ? static_cast<double>(g - start) * static_cast<double>(r.budget) / held
-                                        : 0.0;
+    const double pace = held > 0 ? static_cast<double>(g - start) * static_cast<double>(r.budget) / held : 0.0;
+    const double per_round =
+        !deciding ? static_cast<double>(split - start) : std::max(pace, static_cast<double>(r.last_decided));
     const double left = static_cast<double>(VisitsLeft(n, start, g, static_cast<uint64_t>(per_round)));
     if (r.visits > 0) eta = ", ETA about " + Duration(left * elapsed / static_cast<double>(r.visits));
   }
@@ -854,6 +857,7 @@ Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideSt
                    static_cast<double>((*dedup)->MemoryBytes() + st.kept_ids.MemoryBytes()) / 1e6, Since(t0));
     }
     if (next == r.shard_first.back()) return total;
+    r.last_decided = next - start;
     const DedupOptions options = (*dedup)->options();
     dedup->reset();  // this round's memory goes before the next round's is taken
 #ifdef __GLIBC__
