@@ -578,7 +578,7 @@ int RunDedupInRounds(const DedupFlags& f, std::vector<InputFile> inputs) {
   a.sketch_dir = f.sketch_dir, a.save_index = f.save_index, a.spill_dir = f.spill_dir, a.load_index = f.load_index;
   a.output_shards = f.output_shards, a.threads = ResolveThreads(f.threads);
   a.batch_size = f.batch_size, a.memory_limit = f.memory_limit, a.quiet = f.quiet;
-  a.progress_seconds = f.quiet ? 0 : f.progress_seconds;
+  a.progress_seconds = f.progress_seconds;
   return RunStagedDedup(a);
 }
 

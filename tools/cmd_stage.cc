@@ -692,6 +692,11 @@ struct Rounds {
   uint64_t last_decided = 0;  // how many documents the last round decided
 };
 
+// What a round's kept documents hold: the set's structures and the raw ids.
+size_t HeldBytes(const Deduplicator& dedup, const DecideState& st) {
+  return dedup.MemoryBytes() + st.kept_ids.MemoryBytes();
+}
+
 // The documents the rounds still have to read from document g of a round that
 // started at `start`, if every later round decides `per_round` documents:
 // each round reads every document after its start.
@@ -714,7 +719,7 @@ void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r,
   if (r.progress_seconds <= 0 || now - r.last_progress < std::chrono::duration<double>(r.progress_seconds)) return;
   r.last_progress = now;
   const double elapsed = std::chrono::duration<double>(now - r.started).count();
-  const size_t held = dedup.MemoryBytes() + st.kept_ids.MemoryBytes();
+  const size_t held = HeldBytes(dedup, st);
   std::string of, eta;
   if (r.rounds > 0) {
     const uint64_t n = r.shard_first.back();
@@ -731,7 +736,7 @@ void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r,
 }
 
 bool OverBudget(const Deduplicator& dedup, const DecideState& st, Rounds& r) {
-  const size_t bytes = dedup.MemoryBytes() + st.kept_ids.MemoryBytes();
+  const size_t bytes = HeldBytes(dedup, st);
   r.peak_memory = std::max(r.peak_memory, bytes);
   return bytes > r.budget;
 }
@@ -854,7 +859,7 @@ Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideSt
     if (!quiet) {
       std::fprintf(stderr, "neardup stage decide: round %d decided documents %llu to %llu (%.1f MB held), %.1f s\n",
                    r.rounds, static_cast<unsigned long long>(start), static_cast<unsigned long long>(next),
-                   static_cast<double>((*dedup)->MemoryBytes() + st.kept_ids.MemoryBytes()) / 1e6, Since(t0));
+                   static_cast<double>(HeldBytes(**dedup, st)) / 1e6, Since(t0));
     }
     if (next == r.shard_first.back()) return total;
     r.last_decided = next - start;
@@ -1491,7 +1496,7 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   d.save_index = a.save_index.empty() ? "" : (*dir)->Path("index");
   d.sketch_dir = a.sketch_dir, d.load_index = a.load_index;
   d.threads = a.threads, d.memory_limit = a.memory_limit, d.spill_dir = (*dir)->path(), d.quiet = a.quiet;
-  d.progress_seconds = a.quiet ? 0 : a.progress_seconds;
+  d.progress_seconds = a.progress_seconds;
   const int decided = DecideRun(d, &shards, [&](size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
     return inputs.Read(s, skip, each);
   });
