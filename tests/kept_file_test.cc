@@ -118,6 +118,46 @@ TEST_F(KeptFileTest, AnUnfinishedWriterLeavesNothing) {
   EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
 }
 
+// A checkpoint's unfinished file (dedup --memory-limit --checkpoint): the
+// writer is resumed from its recorded length and checksum after a crash that
+// wrote more (cut back), or after the file was finished past the checkpoint
+// (taken back); the result is the file written in one go. Damage within the
+// recorded bytes, or a shorter file, is refused.
+TEST_F(KeptFileTest, ResumedWriterGivesTheFileWrittenInOneGo) {
+  Write();
+  const std::string whole = Bytes();
+  for (const bool finished_after : {false, true}) {
+    SCOPED_TRACE(finished_after);
+    uint64_t bytes = 0, documents = 0, digest = 0;
+    {
+      auto w = KeptFileWriter::Create(path_, scheme_);
+      ASSERT_TRUE(w.ok());
+      w.value()->KeepIfUnfinished();
+      for (size_t i = 0; i < 2; ++i) ASSERT_TRUE(w.value()->Add(10 * i, ids_[i], sigs_[i]).ok());
+      ASSERT_TRUE(w.value()->Sync().ok());
+      bytes = w.value()->bytes(), documents = w.value()->documents(), digest = w.value()->digest();
+      ASSERT_TRUE(w.value()->Add(99, "\"lost\"", sigs_[3]).ok());  // after the checkpoint: cut back
+      if (finished_after) ASSERT_TRUE(w.value()->Finish().ok());
+    }
+    ASSERT_TRUE(std::filesystem::exists(finished_after ? path_ : path_ + ".tmp"));
+    auto w = KeptFileWriter::Resume(path_, bytes, documents, digest);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (size_t i = 2; i < sigs_.size(); ++i) ASSERT_TRUE(w.value()->Add(10 * i, ids_[i], sigs_[i]).ok());
+    ASSERT_TRUE(w.value()->Finish().ok());
+    EXPECT_EQ(Bytes(), whole);
+    // Damage before the recorded length, or a file shorter than it.
+    std::filesystem::rename(path_, path_ + ".tmp");
+    std::string damaged = whole;
+    damaged[40] ^= 1;
+    std::ofstream(path_ + ".tmp", std::ios::binary) << damaged;
+    EXPECT_EQ(KeptFileWriter::Resume(path_, bytes, documents, digest).status().code(), Status::Code::kCorruption);
+    std::ofstream(path_ + ".tmp", std::ios::binary) << whole.substr(0, bytes - 1);
+    EXPECT_EQ(KeptFileWriter::Resume(path_, bytes, documents, digest).status().code(), Status::Code::kCorruption);
+    std::filesystem::remove(path_ + ".tmp");
+    EXPECT_EQ(KeptFileWriter::Resume(path_, bytes, documents, digest).status().code(), Status::Code::kIOError);
+  }
+}
+
 // The loaded documents are judged against exactly as if they had been kept
 // in this run.
 TEST_F(KeptFileTest, AddKeptDecidesLaterDocumentsAsKeptOnes) {

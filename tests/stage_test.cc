@@ -142,6 +142,15 @@ class StageTest : public ::testing::Test {
     }
   }
 
+  // Run(args) dying like kill -9 after its `batch`-th batch
+  // (NEARDUP_DEDUP_CRASH_AFTER_BATCHES).
+  int RunCrashingAfter(int batch, const std::string& args) {
+    ::setenv("NEARDUP_DEDUP_CRASH_AFTER_BATCHES", std::to_string(batch).c_str(), 1);
+    const int rc = Run(args);
+    ::unsetenv("NEARDUP_DEDUP_CRASH_AFTER_BATCHES");
+    return rc;
+  }
+
   std::string dir_;
   std::string err_;
 };
@@ -195,6 +204,45 @@ TEST_F(StageTest, FileRoundTrip) {
   EXPECT_TRUE((*r)->status().ok()) << (*r)->status().ToString();
   // Another kind is refused at open.
   EXPECT_EQ(StageFileReader::Open(path, StageFileKind::kDecisions).status().code(), Status::Code::kCorruption);
+}
+
+// A stage file continued by another process from a checkpoint (dedup
+// --memory-limit --checkpoint) is the file written in one go, whether the
+// crash left more bytes after the checkpoint or the file finished; damage in
+// the recorded bytes is refused.
+TEST_F(StageTest, ResumedFileIsTheFileWrittenInOneGo) {
+  const std::string path = Path("f.dec");
+  const std::vector<std::string> records{"Ca", "Cbb", "", "Cdddd", "S{}"};
+  {
+    auto w = StageFileWriter::Create(path, StageFileKind::kDecisions, "{\"h\":2}");
+    ASSERT_TRUE(w.ok());
+    for (const std::string& r : records) ASSERT_TRUE((*w)->Add(r).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  const std::string whole = ReadAll(path);
+  for (const bool finished_after : {false, true}) {
+    SCOPED_TRACE(finished_after);
+    uint64_t bytes = 0, count = 0, digest = 0;
+    {
+      auto w = StageFileWriter::Create(path, StageFileKind::kDecisions, "{\"h\":2}");
+      ASSERT_TRUE(w.ok());
+      (*w)->KeepIfUnfinished();
+      for (size_t i = 0; i < 2; ++i) ASSERT_TRUE((*w)->Add(records[i]).ok());
+      ASSERT_TRUE((*w)->Sync().ok());
+      bytes = (*w)->bytes(), count = (*w)->records(), digest = (*w)->digest();
+      ASSERT_TRUE((*w)->Add("Clost after the checkpoint").ok());
+      if (finished_after) ASSERT_TRUE((*w)->Finish().ok());
+    }
+    auto w = StageFileWriter::Resume(path, bytes, count, digest);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (size_t i = 2; i < records.size(); ++i) ASSERT_TRUE((*w)->Add(records[i]).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+    EXPECT_EQ(ReadAll(path), whole);
+    std::string damaged = whole;
+    damaged[bytes - 2] ^= 1;
+    WriteAll(path, damaged);
+    EXPECT_EQ(StageFileWriter::Resume(path, bytes, count, digest).status().code(), Status::Code::kCorruption);
+  }
 }
 
 TEST_F(StageTest, FileCorruptionAndTruncationDetected) {
@@ -605,13 +653,163 @@ TEST_F(StageTest, MemoryLimitCarriesLongIdsAcrossRounds) {
 TEST_F(StageTest, MemoryLimitRefusesWhatItCannotBound) {
   const auto inputs = SplitSample(2);
   const std::string run = "dedup -q -i '" + inputs[0] + "' -o '" + Path("out") + "' --memory-limit 100M ";
-  for (const std::string& flags : {std::string("--keep longest"), "--clusters '" + Path("c") + "'",
-                                   "--checkpoint '" + Path("ck") + "'"}) {
+  for (const std::string& flags : {std::string("--keep longest"), "--clusters '" + Path("c") + "'"}) {
     EXPECT_EQ(Run(run + flags), 2) << flags;
     EXPECT_NE(err_.find("--memory-limit cannot be used with"), std::string::npos) << err_;
   }
   EXPECT_EQ(Run(run + "--memory-limit 12parsecs"), 2);
   EXPECT_NE(::access(Path("out").c_str(), F_OK), 0);
+}
+
+// --checkpoint with --memory-limit: a run that dies like kill -9 after any
+// decide batch of any round, or before writing its outputs, and is started
+// again (and dies again, and is started again) gives the uninterrupted run's
+// outputs byte for byte: kept, duplicates, rejects, the saved index. The
+// inputs are a gzip file, bad lines and a file a round ends inside.
+TEST_F(StageTest, MemoryLimitCheckpointResumesAfterACrashAnywhere) {
+  const auto inputs = RoundsCorpus(dir_);
+  ASSERT_EQ(std::system(("gzip '" + inputs[1] + "'").c_str()), 0);
+  WriteAll(Path("bad.jsonl"), "{broken\n" + ReadAll(inputs[0]).substr(0, 20000) + "\n[1]\n");
+  const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + ".gz' -i '" + Path("bad.jsonl") +
+                          "' -o '" + Path("kept") + "' -d '" + Path("dups") + "' --rejects '" + Path("rej") +
+                          "' --save-index '" + Path("ix") + "' --stats-json '" + Path("st.json") + "' --memory-limit 1";
+  const std::vector<std::string> outputs{"kept", "dups", "rej", "ix/kept.ndk", "ix/manifest.json"};
+  ASSERT_EQ(Run(run), 0) << err_;
+  std::vector<std::string> expected;
+  for (const std::string& o : outputs) expected.push_back(ReadAll(Path(o)));
+  ASSERT_FALSE(expected[2].empty());
+  const auto stats = nlohmann::json::parse(ReadAll(Path("st.json")));
+  ASSERT_GE(stats["rounds"].get<int>(), 4);
+  const std::string checkpointed = run + " --checkpoint '" + Path("ck") + "'";
+  int resumed = 0;
+  for (int crash = 1;; ++crash) {
+    SCOPED_TRACE("crash after batch " + std::to_string(crash));
+    ASSERT_LT(crash, 100);
+    std::system(("rm -rf '" + Path("ck") + "' '" + Path("ix") + "'").c_str());
+    const int rc = RunCrashingAfter(crash, checkpointed);
+    if (rc == 0) break;  // past the run's last batch
+    ASSERT_EQ(rc, 137) << err_;
+    resumed += ::access(Path("ck/rounds/rounds.json").c_str(), F_OK) == 0;
+    // Dies again early in the restarted run, then finishes.
+    ASSERT_NE(RunCrashingAfter(2, checkpointed), 0);
+    ASSERT_EQ(Run(checkpointed), 0) << err_;
+    for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(ReadAll(Path(outputs[i])), expected[i]) << outputs[i];
+    const auto again = nlohmann::json::parse(ReadAll(Path("st.json")));
+    for (const char* key : {"documents", "kept", "duplicates", "lines", "bad_lines", "rounds", "files"}) {
+      EXPECT_EQ(again.at(key), stats.at(key)) << key;
+    }
+    EXPECT_NE(::access(Path("ck").c_str(), F_OK), 0) << "the checkpoint is removed when the run succeeds";
+  }
+  EXPECT_GE(resumed, 3);  // most crash points are past a recorded round
+}
+
+// A write that fails (here the file size limit, as a full disk: exit 1,
+// kStorageFull) in any round, or while the outputs are written, leaves the
+// checkpoint as it was at the last round's end; the same command, once
+// there is room, finishes with the uninterrupted outputs.
+TEST_F(StageTest, MemoryLimitCheckpointResumesAfterAFullDisk) {
+  const auto inputs = RoundsCorpus(dir_);
+  // A third input of long ids: its decision file, written over the later
+  // rounds, is the largest of the rounds' files.
+  std::string long_ids;
+  for (const char* copy : {"", " again"}) {
+    std::istringstream lines(ReadAll(kSample));
+    for (std::string l; std::getline(lines, l);) {
+      auto j = nlohmann::json::parse(l);
+      j["id"] = std::string(300, 'x') + copy + j["id"].dump();
+      j["text"] = j["text"].get<std::string>() + copy;
+      long_ids += j.dump() + "\n";
+    }
+  }
+  WriteAll(Path("long.jsonl"), long_ids);
+  const std::string run = "dedup -i '" + inputs[0] + "' -i '" + inputs[1] + "' -i '" + Path("long.jsonl") + "' -o '" +
+                          Path("kept") + "' -d '" + Path("dups") + "' --memory-limit 1 --checkpoint '" + Path("ck") + "'";
+  ASSERT_EQ(Run(run), 0) << err_;
+  const std::string kept = ReadAll(Path("kept")), dups = ReadAll(Path("dups"));
+  int failed = 0, resumed = 0, in_a_round = 0;
+  for (int blocks = 300; blocks <= 4800; blocks += 300) {  // 1 KiB blocks: the largest file is the duplicates
+    SCOPED_TRACE(blocks);
+    std::system(("rm -rf '" + Path("ck") + "'").c_str());
+    const int status = std::system(("ulimit -f " + std::to_string(blocks) + "; trap '' XFSZ; exec '" + kCli + "' " +
+                                    run + " 2>'" + Path("stderr") + "'")
+                                       .c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) != 0) {
+      ++failed;
+      EXPECT_EQ(WEXITSTATUS(status), 1);
+      const std::string why = ReadAll(Path("stderr"));
+      EXPECT_NE(why.find("File too large"), std::string::npos) << why;
+      in_a_round += why.find(".dec.tmp") != std::string::npos;
+      ASSERT_EQ(::access(Path("ck").c_str(), F_OK), 0) << "the checkpoint stays after an error";
+      ASSERT_EQ(Run(run), 0) << err_;
+      resumed += err_.find("resuming from --checkpoint") != std::string::npos;
+    }
+    EXPECT_EQ(ReadAll(Path("kept")), kept);
+    EXPECT_EQ(ReadAll(Path("dups")), dups);
+  }
+  EXPECT_GE(failed, 3);
+  EXPECT_GE(resumed, 2);     // failed past a recorded round
+  EXPECT_GE(in_a_round, 1);  // and in a round (the others: writing the outputs)
+}
+
+// What a restart refuses to resume, with the reason: other arguments, an
+// input changed since, a damaged unfinished file or spill. Nothing is
+// written then.
+TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
+  const auto inputs = RoundsCorpus(dir_);
+  const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("kept") +
+                          "' --save-index '" + Path("ix") + "' --memory-limit 1 --checkpoint '" + Path("ck") + "'";
+  auto crash_in_round_3 = [&] {
+    std::system(("rm -rf '" + Path("ck") + "'").c_str());
+    ASSERT_EQ(RunCrashingAfter(11, run), 137);
+    ASSERT_EQ(::access(Path("ck/rounds/rounds.json").c_str(), F_OK), 0);
+  };
+  auto flip = [&](const std::string& path, long at) {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr) << path;
+    std::fseek(f, at, SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, at, SEEK_SET);
+    std::fputc(c ^ 0x20, f);
+    std::fclose(f);
+  };
+  crash_in_round_3();
+  EXPECT_EQ(Run(run + " -k 4"), 2);
+  EXPECT_NE(err_.find("holds another run"), std::string::npos) << err_;
+  EXPECT_EQ(Run(run + " --threads 1 --progress 5"), 0) << err_;  // threads and progress change no output
+
+  crash_in_round_3();
+  const std::string text = ReadAll(inputs[1]);
+  WriteAll(inputs[1], text + text.substr(0, text.find('\n') + 1));
+  EXPECT_EQ(Run(run), 2);
+  EXPECT_NE(err_.find("is not what the interrupted run read"), std::string::npos) << err_;
+  WriteAll(inputs[1], text);
+
+  crash_in_round_3();
+  std::string unfinished;
+  for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds/dec"))) unfinished = e.path().string();
+  flip(unfinished, 300);
+  EXPECT_NE(Run(run), 0);
+  EXPECT_NE(err_.find("differs from what the checkpoint recorded"), std::string::npos) << err_;
+
+  crash_in_round_3();
+  flip(Path("ck/rounds/index/kept.ndk.tmp"), 40);
+  EXPECT_NE(Run(run), 0);
+  EXPECT_NE(err_.find("differs from what the checkpoint recorded"), std::string::npos) << err_;
+
+  crash_in_round_3();
+  for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds"))) {
+    if (e.path().filename().string().starts_with("spill-")) std::filesystem::resize_file(e.path(), 100);
+  }
+  EXPECT_NE(Run(run), 0);
+  EXPECT_NE(err_.find("spill file of --memory-limit ends early"), std::string::npos) << err_;
+  EXPECT_NE(::access(Path("kept").c_str(), F_OK), 0);
+
+  // Standard input cannot be read again.
+  EXPECT_EQ(Run("dedup -q -i - -o '" + Path("kept") + "' --memory-limit 1 --checkpoint '" + Path("ck2") + "' < '" +
+                inputs[0] + "'"),
+            2);
+  EXPECT_NE(err_.find("--checkpoint cannot resume"), std::string::npos) << err_;
 }
 
 // Standard input and a named pipe can be read once; the rounds read each

@@ -275,7 +275,7 @@ class DedupRun {
       counters_.write_s += Since(t0);
       if (WriteFailed()) break;  // reported by Finish
       Progress(done_bytes_ + reader.input_bytes());
-      CrashHook();
+      CrashPointForTests();
     }
     done_bytes_ += reader.input_bytes();
     ++counters_.files;
@@ -407,16 +407,6 @@ class DedupRun {
     return Status::OK();
   }
 
-  // NEARDUP_DEDUP_CRASH_AFTER_BATCHES=N (tests only): the process dies
-  // like kill -9 after its N-th batch, buffers unwritten.
-  void CrashHook() {
-    static const long after = [] {
-      const char* e = std::getenv("NEARDUP_DEDUP_CRASH_AFTER_BATCHES");
-      return e ? std::atol(e) : 0L;
-    }();
-    if (after > 0 && ++batches_ == static_cast<uint64_t>(after)) ::_exit(137);
-  }
-
   static double Since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -539,7 +529,6 @@ class DedupRun {
   std::string segment_clusters_;
   std::vector<uint64_t> clusters_checksums_;
   size_t files_done_ = 0;
-  uint64_t batches_ = 0;
   std::vector<InputFile> inputs_;
   uint64_t total_bytes_ = 0, done_bytes_ = 0;
   double last_progress_ = 0;
@@ -568,7 +557,7 @@ Result<std::optional<nlohmann::json>> PrepareCheckpoint(const DedupFlags& f, con
 // --memory-limit: decided in rounds (RunStagedDedup), for the settings it
 // can bound.
 int RunDedupInRounds(const DedupFlags& f, std::vector<InputFile> inputs) {
-  if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters, f.checkpoint); !st.ok()) return Fail(st);
+  if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters); !st.ok()) return Fail(st);
   StagedDedupArgs a;
   a.in = f.in;
   a.in.inputs.clear();
@@ -578,7 +567,7 @@ int RunDedupInRounds(const DedupFlags& f, std::vector<InputFile> inputs) {
   a.sketch_dir = f.sketch_dir, a.save_index = f.save_index, a.spill_dir = f.spill_dir, a.load_index = f.load_index;
   a.output_shards = f.output_shards, a.threads = ResolveThreads(f.threads);
   a.batch_size = f.batch_size, a.memory_limit = f.memory_limit, a.quiet = f.quiet;
-  a.progress_seconds = f.progress_seconds;
+  a.progress_seconds = f.progress_seconds, a.checkpoint = f.checkpoint;
   return RunStagedDedup(a);
 }
 
@@ -674,7 +663,7 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Make the run resumable: after each input file, make the outputs durable and save the run's "
                   "state in this directory. Run the same command again after an interruption: it continues "
                   "after the last completed input, with the same result as an uninterrupted run. Removed when "
-                  "the run succeeds");
+                  "the run succeeds. With --memory-limit: after each round, and the rounds' files are kept there");
   cmd->add_option("-d,--duplicates", f->duplicates,
                   "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
                   "\"similarity_exact\"}");

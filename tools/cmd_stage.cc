@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,8 @@
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/staged_files.h"
+#include "dedup_checkpoint.h"
+#include "util/append_file.h"
 #include "util/temp_file.h"
 
 namespace neardup::cli {
@@ -334,6 +337,7 @@ struct DecideFlags {
   std::string spill_dir;                // --spill-dir: the rounds' spill files
   double progress_seconds = 0;          // --progress: with --memory-limit, a line every this many seconds
   bool quiet = false;
+  struct RoundCheckpoint* checkpoint = nullptr;  // dedup --memory-limit --checkpoint (no flag of stage decide)
 };
 
 // The decision file of shard i in DIR (the name the driver passes to filter).
@@ -604,7 +608,19 @@ class SpillFile {
     }
     return std::unique_ptr<SpillFile>(new SpillFile(file));
   }
+  // A named spill (--checkpoint: a resumed run reads it): created empty for
+  // writing then reading, or opened for reading.
+  static Result<std::unique_ptr<SpillFile>> Named(const std::string& path, bool create) {
+    std::FILE* file = std::fopen(path.c_str(), create ? "w+b" : "rb");
+    if (file == nullptr) {
+      return Status::IOError("cannot " + std::string(create ? "create " : "open ") + path + ": " + std::strerror(errno));
+    }
+    return std::unique_ptr<SpillFile>(new SpillFile(file));
+  }
   ~SpillFile() { std::fclose(file_); }
+
+  // Makes the spill durable (a checkpoint refers to it).
+  Status Sync() { return SyncStream(file_, "a spill file of --memory-limit"); }
 
   Status Put(const Provisional& p) {
     const uint8_t tag = p.match ? 1 : 0;
@@ -673,6 +689,22 @@ class SpillFile {
 using ShardReader =
     std::function<Result<Json>(size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each)>;
 
+// dedup --memory-limit --checkpoint DIR (docs/cli.md, "Resuming an
+// interrupted run"): the rounds' files live in DIR/rounds, and at the end of
+// every round but the last, once they are durable, rounds.json records where
+// the next round starts and what the rounds carry (the counters, each
+// shard's first document and summary, the unfinished decision file's and
+// --save-index's length and checksum, the next round's spill). A restart with
+// the same command line continues with that round: a crash loses at most the
+// round it interrupted.
+struct RoundCheckpoint {
+  std::string dir;                    // DIR/rounds: dec/, index/, spill-N, rounds.json
+  std::optional<Json> resume;         // the state of the run being resumed, or none
+  std::function<Status(Json*)> save;  // adds the caller's part (command line, inputs, bad lines), made durable
+  std::string State() const { return dir + "/rounds.json"; }
+  std::string Spill(int round) const { return dir + "/spill-" + std::to_string(round); }
+};
+
 // What the rounds share: the shards, where the decision files stand, the budget.
 struct Rounds {
   const std::vector<ShardInfo>& shards;
@@ -690,6 +722,7 @@ struct Rounds {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(), last_progress = started;
   uint64_t visits = 0;  // documents read by the rounds so far (each round reads all after its start)
   uint64_t last_decided = 0;  // how many documents the last round decided
+  RoundCheckpoint* checkpoint = nullptr;  // dedup --checkpoint, or null
 };
 
 // What a round's kept documents hold: the set's structures and the raw ids.
@@ -784,7 +817,8 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
     } else {
       NEARDUP_RETURN_IF_ERROR(dedup.ProbeBatch(sigs, &matches, st.threads));
       if (!*out) {
-        NEARDUP_ASSIGN_OR_RETURN(*out, SpillFile::Create(r.spill_dir));
+        NEARDUP_ASSIGN_OR_RETURN(*out, r.checkpoint ? SpillFile::Named(r.checkpoint->Spill(r.rounds + 1), true)
+                                                    : SpillFile::Create(r.spill_dir));
       }
       for (size_t i = 0; i < docs.size(); ++i) {
         Provisional p{matches[i], {}};
@@ -795,6 +829,7 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
       }
     }
     docs.clear(), priors.clear();
+    CrashPointForTests();
     return Status::OK();
   };
   auto stop_deciding_when_full = [&] {
@@ -810,6 +845,7 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
       if (in != nullptr) NEARDUP_RETURN_IF_ERROR(in->Get(&p));
       if (deciding && !r.writer) {
         NEARDUP_ASSIGN_OR_RETURN(r.writer, OpenDecisions(shard, DecisionsPath(r.output_dir, static_cast<int>(s)), st));
+        if (r.checkpoint) r.writer->KeepIfUnfinished();
       }
       ++r.visits;
       docs.push_back(std::move(doc));
@@ -845,12 +881,101 @@ void AddStats(const DedupStats& s, DedupStats* into) {
   into->near_duplicates += s.near_duplicates, into->without_features += s.without_features;
 }
 
+Json StatsJson(const DedupStats& s) {
+  return {{"documents", s.documents}, {"kept", s.kept}, {"exact_duplicates", s.exact_duplicates},
+          {"near_duplicates", s.near_duplicates}, {"without_features", s.without_features}};
+}
+
+// Length, count and checksum of a file a checkpoint leaves unfinished.
+template <typename Writer>
+Json UnfinishedJson(const Writer& w, uint64_t count) {
+  return {{"bytes", w.bytes()}, {"records", count}, {"digest", w.digest()}};
+}
+
+// The end of a round that a next one follows (`start`, reading spill `in`),
+// made durable and recorded in rounds.json (RoundCheckpoint).
+Status SaveRounds(const DedupStats& total, uint64_t start, SpillFile& in, const DecideState& st, Rounds& r) {
+  RoundCheckpoint& c = *r.checkpoint;
+  NEARDUP_RETURN_IF_ERROR(in.Sync());
+  Json j;
+  j["version"] = 1;
+  j["rounds"] = r.rounds, j["start"] = start, j["finished_shards"] = r.finished_shards;
+  j["shard_first"] = r.shard_first, j["summaries"] = r.summaries;
+  j["visits"] = r.visits, j["last_decided"] = r.last_decided, j["peak_memory"] = r.peak_memory;
+  j["elapsed_seconds"] = Since(r.started);
+  j["stats"] = StatsJson(total);
+  const LineCounts& n = st.totals.counts;
+  j["totals"] = {{"files", n.files},       {"lines", n.lines},
+                 {"bad_lines", n.bad_lines}, {"blank_lines", n.blank_lines},
+                 {"truncated_texts", n.truncated_texts}, {"invalid_utf8", st.totals.invalid_utf8}};
+  j["documents"] = st.documents, j["kept"] = st.kept, j["loaded"] = st.loaded;
+  j["writer"] = nullptr, j["saved"] = nullptr;
+  if (r.writer) {
+    NEARDUP_RETURN_IF_ERROR(r.writer->Sync());
+    j["writer"] = UnfinishedJson(*r.writer, r.writer->records());
+  }
+  if (st.saved) {
+    NEARDUP_RETURN_IF_ERROR(st.saved->Sync());
+    j["saved"] = UnfinishedJson(*st.saved, st.saved->documents());
+  }
+  NEARDUP_RETURN_IF_ERROR(CheckpointFiles::SyncPath(r.output_dir));  // the finished decision files' names
+  NEARDUP_RETURN_IF_ERROR(c.save(&j));
+  NEARDUP_RETURN_IF_ERROR(CheckpointFiles::WriteDurably(c.State(), j.dump(1) + "\n"));
+  std::remove(c.Spill(r.rounds - 1).c_str());  // the finished round's
+  return Status::OK();
+}
+
+// The rounds as rounds.json left them: *start and *in for the next round.
+Status RestoreRounds(const Json& j, DedupStats* total, uint64_t* start, std::unique_ptr<SpillFile>* in,
+                     DecideState& st, Rounds& r) {
+  try {
+    r.rounds = j.at("rounds").get<int>(), *start = j.at("start").get<uint64_t>();
+    r.finished_shards = j.at("finished_shards").get<size_t>();
+    r.shard_first = j.at("shard_first").get<std::vector<uint64_t>>();
+    r.summaries = j.at("summaries").get<std::vector<Json>>();
+    r.visits = j.at("visits").get<uint64_t>(), r.last_decided = j.at("last_decided").get<uint64_t>();
+    r.peak_memory = j.at("peak_memory").get<size_t>();
+    r.started -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(j.at("elapsed_seconds").get<double>()));
+    const Json& s = j.at("stats");
+    total->documents = s.at("documents"), total->kept = s.at("kept");
+    total->exact_duplicates = s.at("exact_duplicates"), total->near_duplicates = s.at("near_duplicates");
+    total->without_features = s.at("without_features");
+    const Json& t = j.at("totals");
+    LineCounts& n = st.totals.counts;
+    n.files = t.at("files"), n.lines = t.at("lines"), n.bad_lines = t.at("bad_lines");
+    n.blank_lines = t.at("blank_lines"), n.truncated_texts = t.at("truncated_texts");
+    st.totals.invalid_utf8 = t.at("invalid_utf8");
+    st.documents = j.at("documents"), st.kept = j.at("kept");
+    if (r.shard_first.size() != r.shards.size() + 1 || r.summaries.size() != r.shards.size() ||
+        r.finished_shards >= r.shards.size() || *start >= r.shard_first.back()) {
+      return Status::Corruption(r.checkpoint->State() + ": the rounds do not fit the inputs");
+    }
+    if (const Json& w = j.at("writer"); !w.is_null()) {
+      NEARDUP_ASSIGN_OR_RETURN(r.writer, StageFileWriter::Resume(DecisionsPath(r.output_dir, static_cast<int>(r.finished_shards)),
+                                                                 w.at("bytes"), w.at("records"), w.at("digest")));
+      r.writer->KeepIfUnfinished();
+    }
+  } catch (const Json::exception& e) {
+    return Status::Corruption(r.checkpoint->State() + ": " + e.what());
+  }
+  NEARDUP_ASSIGN_OR_RETURN(*in, SpillFile::Named(r.checkpoint->Spill(r.rounds), false));
+  return Status::OK();
+}
+
 // Every shard decided in rounds of at most r.budget bytes of kept documents;
 // *dedup ends as the last round's. Returns the stats of all rounds.
 Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideState& st, Rounds& r, bool quiet) {
   DedupStats total;
   std::unique_ptr<SpillFile> in;
   uint64_t start = 0;
+  if (r.checkpoint && r.checkpoint->resume) {
+    NEARDUP_RETURN_IF_ERROR(RestoreRounds(*r.checkpoint->resume, &total, &start, &in, st, r));
+    const DedupOptions options = (*dedup)->options();
+    dedup->reset();
+    NEARDUP_ASSIGN_OR_RETURN(*dedup, Deduplicator::Create(options));
+    (*dedup)->RestoreProgress(DedupStats{}, st.loaded + start);
+  }
   for (;;) {
     const auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<SpillFile> out;
@@ -877,6 +1002,7 @@ Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideSt
     NEARDUP_RETURN_IF_ERROR(out->Rewind());
     in = std::move(out);
     start = next;
+    if (r.checkpoint) NEARDUP_RETURN_IF_ERROR(SaveRounds(total, start, *in, st, r));
   }
 }
 
@@ -898,6 +1024,15 @@ int RunDecide(const DecideFlags& f) {
   return DecideRun(f, &*shards, SignatureFiles(*shards));
 }
 
+// --save-index's file as a checkpoint left it (`saved`: UnfinishedJson).
+Result<std::unique_ptr<KeptFileWriter>> ResumeSavedIndex(const std::string& dir, const Json& saved) {
+  try {
+    return KeptFileWriter::Resume(KeptFilePath(dir), saved.at("bytes"), saved.at("records"), saved.at("digest"));
+  } catch (const Json::exception& e) {
+    return Status::Corruption("the checkpoint's --save-index: " + std::string(e.what()));
+  }
+}
+
 // stage decide over `shards`, read by `read` in rounds (--memory-limit), or
 // else from their signature files.
 int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const ShardReader& read) {
@@ -908,22 +1043,29 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   auto created = Deduplicator::Create(*options);
   if (!created.ok()) return Fail(created.status());
   Deduplicator& dedup = *created.value();
-  if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters, ""); !st.ok()) return Fail(st);
+  if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters); !st.ok()) return Fail(st);
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   std::error_code ec;
   std::filesystem::create_directories(f.output_dir, ec);
   if (ec) return Fail(Status::IOError("cannot create " + f.output_dir + ": " + ec.message()));
   DecideState state(dedup);
   state.threads = ResolveThreads(f.threads);
-  for (const std::string& dir : f.load_index) {
-    auto n = LoadKeptIndex(dir, dedup, state.kept_ids);
-    if (!n.ok()) return Fail(n.status());
-    state.loaded += *n;
+  const Json* resume = f.checkpoint && f.checkpoint->resume ? &*f.checkpoint->resume : nullptr;
+  if (resume != nullptr) {
+    // Past the first round: the loaded documents' matches are in the spill.
+    state.loaded = resume->value("loaded", uint64_t{0});
+  } else {
+    for (const std::string& dir : f.load_index) {
+      auto n = LoadKeptIndex(dir, dedup, state.kept_ids);
+      if (!n.ok()) return Fail(n.status());
+      state.loaded += *n;
+    }
   }
   if (!f.save_index.empty()) {
-    auto saved = CreateSavedIndex(f.save_index, dedup);
+    auto saved = resume != nullptr ? ResumeSavedIndex(f.save_index, (*resume)["saved"]) : CreateSavedIndex(f.save_index, dedup);
     if (!saved.ok()) return Fail(saved.status());
     state.saved = std::move(saved).value();
+    if (f.checkpoint) state.saved->KeepIfUnfinished();
   }
   if (!f.clusters.empty()) state.clusters = std::make_unique<Clusters>();
   if (f.keep == "longest") {
@@ -935,6 +1077,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   if (f.memory_limit > 0) {
     Rounds rounds{*shards, read, f.output_dir, RoundBudget(f.memory_limit), f.spill_dir};
     rounds.progress_seconds = f.quiet ? 0 : f.progress_seconds;
+    rounds.checkpoint = f.checkpoint;
     auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
     if (!decided.ok()) return Fail(decided.status());
     s = *decided;
@@ -1187,9 +1330,21 @@ extern "C" void RemoveScratchOnSignal(int sig) {
 }
 
 // The temporary directory of `dedup --memory-limit`, removed with its files
-// however the run ends but by SIGKILL (it is named neardup-dedup-*).
+// however the run ends but by SIGKILL (it is named neardup-dedup-*); or,
+// with --checkpoint, DIR/rounds, which stays for a restart unless the run
+// succeeds.
 class ScratchDir {
  public:
+  // DIR/rounds of --checkpoint DIR. `afresh`: emptied first (no round of it
+  // was recorded: what a crash left in it is of no use).
+  static Result<std::unique_ptr<ScratchDir>> Checkpoint(const std::string& dir, bool afresh) {
+    const std::string path = (std::filesystem::path(dir) / "rounds").string();
+    std::error_code ec;
+    if (afresh) std::filesystem::remove_all(path, ec);
+    std::filesystem::create_directories(path, ec);
+    if (ec) return Status::IOError("cannot create --checkpoint directory " + path + ": " + ec.message());
+    return std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/false));
+  }
   static Result<std::unique_ptr<ScratchDir>> Create(const std::string& parent) {
     NEARDUP_ASSIGN_OR_RETURN(const std::filesystem::path where, ScratchParent(parent));
     std::string path = (where / "neardup-dedup-XXXXXX").string();
@@ -1197,18 +1352,24 @@ class ScratchDir {
       return Status::IOError("cannot create a directory in " + parent + " for --memory-limit: " +
                              std::strerror(errno));
     }
-    return std::unique_ptr<ScratchDir>(new ScratchDir(path));
+    return std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/true));
   }
   ~ScratchDir() {
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    if (temporary_) {
+      for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    }
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    if (temporary_ || done_) std::filesystem::remove_all(path_, ec);
+    if (!temporary_ && done_) std::filesystem::remove(std::filesystem::path(path_).parent_path(), ec);  // if empty
   }
+  // The run succeeded: a checkpoint's directory goes too.
+  void Done() { done_ = true; }
   std::string Path(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
   const std::string& path() const { return path_; }
 
  private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {
+  ScratchDir(std::string path, bool temporary) : path_(std::move(path)), temporary_(temporary) {
+    if (!temporary) return;
     std::snprintf(g_scratch_dir, sizeof g_scratch_dir, "%s", path_.c_str());
     struct sigaction on {};
     on.sa_handler = RemoveScratchOnSignal;
@@ -1217,6 +1378,7 @@ class ScratchDir {
   }
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   std::string path_;
+  bool temporary_ = true, done_ = false;
   struct sigaction previous_[3] {};
 };
 
@@ -1426,6 +1588,8 @@ class AnalyzedInputs {
     return summary;
   }
   bool stopped() const { return stopped_; }
+  // A resumed run: every input was read once before (its bad lines reported).
+  void SetAllRead() { read_ = a_.in.inputs.size(); }
 
  private:
   const StagedDedupArgs& a_;
@@ -1441,11 +1605,9 @@ class AnalyzedInputs {
 
 }  // namespace
 
-Status CheckMemoryLimit(size_t limit, const std::string& keep, const std::string& clusters,
-                        const std::string& checkpoint) {
+Status CheckMemoryLimit(size_t limit, const std::string& keep, const std::string& clusters) {
   if (limit == 0) return Status::OK();
-  const char* refused = !checkpoint.empty() ? "--checkpoint (rerun it: the rounds' files are temporary)"
-                        : keep != "first"   ? "--keep longest (it holds every signature)"
+  const char* refused = keep != "first"     ? "--keep longest (it holds every signature)"
                         : !clusters.empty() ? "--clusters (it holds every kept document's id; --duplicates names them)"
                                             : nullptr;
   if (refused == nullptr) return Status::OK();
@@ -1462,8 +1624,74 @@ void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir) {
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--spill-dir", *spill_dir,
                   "Directory for --memory-limit's spill files (unnamed: gone when the run ends); default the "
-                  "system's temporary directory")
+                  "system's temporary directory. With dedup --checkpoint DIR they are in DIR instead")
       ->check(CLI::ExistingDirectory);
+}
+
+// --checkpoint: the state of the interrupted run in DIR/rounds to continue,
+// or none (start afresh). kInvalidArgument when the run cannot be resumed or
+// DIR holds another run's rounds.
+Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
+  if (a.checkpoint.empty()) return std::optional<Json>();
+  for (const std::string& in : a.in.inputs) {
+    if (ReadableOnce(in)) return Status::InvalidArgument("--checkpoint cannot resume " + in + " (read once): name files");
+  }
+  if (a.in.rejects == "-") return Status::InvalidArgument("--checkpoint cannot cut back standard output: name a --rejects file");
+  const std::string path = (std::filesystem::path(a.checkpoint) / "rounds" / "rounds.json").string();
+  std::ifstream in(path);
+  if (!in) return std::optional<Json>();
+  Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1) {
+    return Status::Corruption(path + ": not a checkpoint this version can read; remove it to start afresh");
+  }
+  if (j["command_line"] != CheckpointFiles::ResumeKey()) {
+    return Status::InvalidArgument("--checkpoint " + a.checkpoint + " holds another run (other arguments); remove it to start afresh");
+  }
+  return std::optional<Json>(std::move(j));
+}
+
+// The inputs must be those the checkpoint read (each round reads them again).
+Status CheckResumedInputs(const Json& state, const std::vector<ShardInfo>& shards, const StagedDedupArgs& a) {
+  const Json& was = state["shards"];
+  for (size_t i = 0; i < shards.size() || i < was.size(); ++i) {
+    if (i >= shards.size() || i >= was.size() || was[i] != shards[i].header) {
+      const std::string name = i < shards.size() ? shards[i].path : was[i].value("input", std::string("an input"));
+      return Status::InvalidArgument("--checkpoint " + a.checkpoint + ": " + name +
+                                     " is not what the interrupted run read (changed, added or removed since); "
+                                     "remove the checkpoint to start afresh");
+    }
+  }
+  return Status::OK();
+}
+
+// --rejects of a resumed run: cut back to what the checkpoint recorded, then
+// appended to, and the count restored (--max-bad-lines counts the run).
+Status ResumeBadLines(const Json& state, const StagedDedupArgs& a, BadLines& bad) {
+  if (!a.in.rejects.empty()) {
+    if (::truncate(a.in.rejects.c_str(), state.value("rejects_bytes", off_t{0})) != 0) {
+      return Status::IOError("cannot cut " + a.in.rejects + " back to the checkpoint: " + std::strerror(errno));
+    }
+  }
+  NEARDUP_RETURN_IF_ERROR(bad.Open(a.in, a.quiet, /*append=*/true));
+  bad.RestoreCount(state.value("bad_lines", uint64_t{0}));
+  return Status::OK();
+}
+
+// The caller's part of a round's checkpoint: what identifies the run, and
+// the bad lines (--rejects made durable, its length).
+Status SaveRunPart(const StagedDedupArgs& a, const std::vector<ShardInfo>& shards, BadLines& bad, Json* j) {
+  (*j)["command_line"] = CheckpointFiles::ResumeKey();
+  Json headers = Json::array();
+  for (const ShardInfo& shard : shards) headers.push_back(shard.header);
+  (*j)["shards"] = std::move(headers);
+  (*j)["bad_lines"] = bad.count();
+  if (FilePtr& rejects = bad.rejects_file()) {
+    NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(rejects), a.in.rejects));
+    NEARDUP_RETURN_IF_ERROR(CheckpointFiles::SyncPath(a.in.rejects));
+    (*j)["rejects_bytes"] = std::filesystem::file_size(a.in.rejects);
+    NEARDUP_ASSIGN_OR_RETURN(rejects, OpenOutput(a.in.rejects, /*append=*/true));
+  }
+  return Status::OK();
 }
 
 int RunStagedDedup(const StagedDedupArgs& given) {
@@ -1481,15 +1709,30 @@ int RunStagedDedup(const StagedDedupArgs& given) {
     if (ReadableOnce(in)) continue;
     if (Status st = OpenInput(in).status(); !st.ok()) return Fail(st);
   }
-  auto dir = ScratchDir::Create(a.spill_dir);
+  auto resume = LoadRoundCheckpoint(a);
+  if (!resume.ok()) return Fail(resume.status());
+  auto dir = a.checkpoint.empty() ? ScratchDir::Create(a.spill_dir) : ScratchDir::Checkpoint(a.checkpoint, !*resume);
   if (!dir.ok()) return Fail(dir.status());
   if (Status st = SpoolReadableOnce(**dir, &a.in.inputs); !st.ok()) return Fail(st);
   BadLines bad;
-  if (Status st = bad.Open(a.in, a.quiet); !st.ok()) return Fail(st);
-  RoundOutputs outputs;
-  if (Status st = outputs.Open(a); !st.ok()) return Fail(st);
   AnalyzedInputs inputs(a, given.in.inputs, **analyzer, bad);
   const std::vector<ShardInfo> shards = inputs.Shards();
+  if (*resume) {
+    if (Status st = CheckResumedInputs(**resume, shards, a); !st.ok()) return Fail(st);
+    if (Status st = ResumeBadLines(**resume, a, bad); !st.ok()) return Fail(st);
+    inputs.SetAllRead();
+    if (!a.quiet) {
+      std::fprintf(stderr, "neardup: resuming from --checkpoint %s at round %d, document %llu\n", a.checkpoint.c_str(),
+                   (**resume).value("rounds", 0) + 1,
+                   static_cast<unsigned long long>((**resume).value("start", uint64_t{0})));
+    }
+  } else if (Status st = bad.Open(a.in, a.quiet); !st.ok()) {
+    return Fail(st);
+  }
+  RoundOutputs outputs;
+  if (Status st = outputs.Open(a); !st.ok()) return Fail(st);
+  RoundCheckpoint checkpoint{(*dir)->path(), *resume,
+                             [&](Json* j) { return SaveRunPart(a, shards, bad, j); }};
   DecideFlags d;
   d.output_dir = (*dir)->Path("dec");
   d.stats_json = a.stats_json.empty() ? "" : (*dir)->Path("stats.json");
@@ -1497,12 +1740,14 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   d.sketch_dir = a.sketch_dir, d.load_index = a.load_index;
   d.threads = a.threads, d.memory_limit = a.memory_limit, d.spill_dir = (*dir)->path(), d.quiet = a.quiet;
   d.progress_seconds = a.progress_seconds;
+  d.checkpoint = a.checkpoint.empty() ? nullptr : &checkpoint;
   const int decided = DecideRun(d, &shards, [&](size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
     return inputs.Read(s, skip, each);
   });
   const int bad_rc = bad.Finish(1);  // "every line was bad" is decide's to say
   if (decided != kExitOk) return inputs.stopped() ? bad_rc : decided;
   if (bad_rc != kExitOk) return bad_rc;
+  CrashPointForTests();
   const double decide_s = Since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   if (Status st = outputs.Write(a, **dir); !st.ok()) return Fail(st);
@@ -1510,8 +1755,11 @@ int RunStagedDedup(const StagedDedupArgs& given) {
     Status st = ReshapeStats((*dir)->Path("stats.json"), **analyzer, a, decide_s, Since(t1));
     if (!st.ok()) return Fail(st);
   }
+  // From here a restart starts afresh: the results leave the checkpoint.
+  if (!a.checkpoint.empty()) std::remove(checkpoint.State().c_str());
   if (Status st = MoveResults(a, **dir); !st.ok()) return Fail(st);
   outputs.Keep();
+  (*dir)->Done();
   if (!a.quiet) {
     std::fprintf(stderr, "neardup dedup --memory-limit: analyze and decide %.1f s, write %.1f s\n", decide_s, Since(t1));
   }

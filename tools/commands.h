@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -327,6 +328,7 @@ struct StagedDedupArgs {
   int k = 3;
   RecheckOptions recheck;
   std::string output, duplicates, annotate, stats_json, sketch_dir, save_index, spill_dir;
+  std::string checkpoint;  // --checkpoint DIR: resumable at every round's end
   std::vector<std::string> load_index;
   int output_shards = 1, threads = 1;
   size_t batch_size = 4096, memory_limit = 0;
@@ -334,11 +336,22 @@ struct StagedDedupArgs {
   bool quiet = false;
 };
 int RunStagedDedup(const StagedDedupArgs& args);
+
+// NEARDUP_DEDUP_CRASH_AFTER_BATCHES=N (tests only): the process dies like
+// kill -9, buffers unwritten, at the N-th call (after a batch: dedup's read
+// batches, or a round's decide batches with --memory-limit).
+inline void CrashPointForTests() {
+  static const long after = [] {
+    const char* e = std::getenv("NEARDUP_DEDUP_CRASH_AFTER_BATCHES");
+    return e ? std::atol(e) : 0L;
+  }();
+  static long calls = 0;
+  if (after > 0 && ++calls == after) ::_exit(137);
+}
 void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir);
 // kInvalidArgument when --memory-limit (limit > 0) comes with a setting it
-// cannot bound: --checkpoint, --keep longest, --clusters.
-Status CheckMemoryLimit(size_t limit, const std::string& keep, const std::string& clusters,
-                        const std::string& checkpoint);
+// cannot bound: --keep longest, --clusters.
+Status CheckMemoryLimit(size_t limit, const std::string& keep, const std::string& clusters);
 
 }  // namespace neardup::cli
 

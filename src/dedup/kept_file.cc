@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "util/append_file.h"
 #include "util/coding.h"
 #include "util/temp_file.h"
 
@@ -69,17 +70,35 @@ KeptFileWriter::KeptFileWriter(std::string path, std::FILE* file)
 KeptFileWriter::~KeptFileWriter() {
   if (!file_) return;
   std::fclose(file_);
-  std::remove((path_ + ".tmp").c_str());
+  if (!keep_unfinished_) std::remove((path_ + ".tmp").c_str());
 }
 
 Status KeptFileWriter::Write(const char* data, size_t n) {
   if (failed_) return Status::IOError("an earlier write to " + path_ + ".tmp failed");
   XXH3_64bits_update(hash_->state, data, n);
+  bytes_ += n;
   if (std::fwrite(data, 1, n, file_) != n) {
     failed_ = true;
     return FileWriteError("cannot write " + path_ + ".tmp", errno);
   }
   return Status::OK();
+}
+
+Status KeptFileWriter::Sync() {
+  if (failed_) return Status::IOError("an earlier write to " + path_ + ".tmp failed");
+  return SyncStream(file_, path_ + ".tmp");
+}
+
+uint64_t KeptFileWriter::digest() const { return XXH3_64bits_digest(hash_->state); }
+
+Result<std::unique_ptr<KeptFileWriter>> KeptFileWriter::Resume(const std::string& path, uint64_t bytes,
+                                                               uint64_t documents, uint64_t digest) {
+  auto hash = std::make_unique<Hash>();
+  NEARDUP_ASSIGN_OR_RETURN(std::FILE* f, ReopenForAppend(path + ".tmp", path, bytes, digest, hash->state));
+  std::unique_ptr<KeptFileWriter> w(new KeptFileWriter(path, f));
+  w->hash_ = std::move(hash);
+  w->bytes_ = bytes, w->documents_ = documents;
+  return w;
 }
 
 Status KeptFileWriter::Add(uint64_t sequence, std::string_view id, const DocSignature& sig) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/append_file.h"
 #include "util/coding.h"
 #include "util/temp_file.h"
 
@@ -69,7 +70,7 @@ StageFileWriter::StageFileWriter(std::string path, std::FILE* file)
 
 StageFileWriter::~StageFileWriter() {
   if (file_ != nullptr) std::fclose(file_);
-  if (!finished_) std::remove((path_ + ".tmp").c_str());
+  if (!finished_ && !keep_unfinished_) std::remove((path_ + ".tmp").c_str());
 }
 
 Result<std::unique_ptr<StageFileWriter>> StageFileWriter::Create(const std::string& path, StageFileKind kind,
@@ -88,6 +89,24 @@ Result<std::unique_ptr<StageFileWriter>> StageFileWriter::Create(const std::stri
   w->Write(h, sizeof h);
   w->Write(header.data(), header.size());
   if (w->failed_) return FileWriteError("cannot write " + tmp, errno);
+  return w;
+}
+
+Status StageFileWriter::Sync() {
+  if (failed_) return FileWriteError("cannot write " + path_ + ".tmp", errno);
+  return SyncStream(file_, path_ + ".tmp");
+}
+
+uint64_t StageFileWriter::digest() const { return XXH3_64bits_digest(hash_->state); }
+
+Result<std::unique_ptr<StageFileWriter>> StageFileWriter::Resume(const std::string& path, uint64_t bytes,
+                                                                 uint64_t records, uint64_t digest) {
+  auto hash = std::make_unique<staged_internal::Xxh3>();
+  NEARDUP_ASSIGN_OR_RETURN(std::FILE* f, ReopenForAppend(path + ".tmp", path, bytes, digest, hash->state));
+  std::setvbuf(f, nullptr, _IOFBF, size_t{1} << 20);
+  std::unique_ptr<StageFileWriter> w(new StageFileWriter(path, f));
+  w->hash_ = std::move(hash);
+  w->bytes_ = bytes, w->records_ = records;
   return w;
 }
 

@@ -57,6 +57,17 @@ class KeptFileWriter {
   Status Finish();
   uint64_t documents() const { return documents_; }
 
+  // For a checkpoint of an unfinished file, as StageFileWriter's: Sync(),
+  // then bytes(), documents() and digest() are what Resume() continues from.
+  Status Sync();
+  uint64_t bytes() const { return bytes_; }
+  uint64_t digest() const;
+  static Result<std::unique_ptr<KeptFileWriter>> Resume(const std::string& path, uint64_t bytes, uint64_t documents,
+                                                         uint64_t digest);
+  // Leave `path`.tmp in place if this writer ends unfinished (a checkpoint
+  // refers to it); by default it is removed.
+  void KeepIfUnfinished() { keep_unfinished_ = true; }
+
   static constexpr size_t kMaxIdBytes = 1 << 20;
 
  private:
@@ -67,8 +78,8 @@ class KeptFileWriter {
   std::FILE* file_;
   struct Hash;
   std::unique_ptr<Hash> hash_;
-  uint64_t documents_ = 0;
-  bool failed_ = false;
+  uint64_t documents_ = 0, bytes_ = 0;
+  bool failed_ = false, keep_unfinished_ = false;
 };
 
 // Reads `path`, calling each(sequence, id, signature) for every record in

@@ -78,6 +78,20 @@ class StageFileWriter {
   uint64_t records() const { return records_; }
   uint64_t bytes() const { return bytes_; }
 
+  // For a checkpoint of an unfinished file: Sync() makes the records added so
+  // far durable; bytes(), records() and digest() (XXH3-64 of those bytes) are
+  // what Resume() needs to continue the file in another process.
+  Status Sync();
+  uint64_t digest() const;
+  // Continues `path`.tmp from such a checkpoint (util/append_file.h
+  // ReopenForAppend: cut back to `bytes`, verified against `digest`, taken
+  // back from `path` if it was finished after the checkpoint).
+  static Result<std::unique_ptr<StageFileWriter>> Resume(const std::string& path, uint64_t bytes, uint64_t records,
+                                                          uint64_t digest);
+  // Leave `path`.tmp in place if this writer ends unfinished (a checkpoint
+  // refers to it); by default it is removed.
+  void KeepIfUnfinished() { keep_unfinished_ = true; }
+
  private:
   StageFileWriter(std::string path, std::FILE* file);
   void Write(const void* data, size_t n);
@@ -86,7 +100,7 @@ class StageFileWriter {
   std::FILE* file_;
   std::unique_ptr<staged_internal::Xxh3> hash_;
   uint64_t records_ = 0, bytes_ = 0;
-  bool failed_ = false, finished_ = false;
+  bool failed_ = false, finished_ = false, keep_unfinished_ = false;
 };
 
 class StageFileReader {
