@@ -193,9 +193,12 @@ Json SignaturesHeader(const RunSettings& run, uint64_t scheme_id, const std::str
 // a digest of the lines (the filter checks the input against it).
 // The first `skip` documents are parsed and counted but not analyzed: each()
 // gets them with an empty signature (a round that starts past them).
+// *bytes_read, when given, follows the bytes read from the file (compressed
+// as they are), a batch at a time: progress.
 template <typename Each>
 Result<Json> AnalyzeInput(const RunSettings& run, std::unique_ptr<InputStream> in, int threads, size_t batch_size,
-                          Deduplicator& analyzer, BadLines& bad, bool* stopped, Each&& each, uint64_t skip = 0) {
+                          Deduplicator& analyzer, BadLines& bad, bool* stopped, Each&& each, uint64_t skip = 0,
+                          uint64_t* bytes_read = nullptr) {
   RecordReader reader(std::move(in), ToReaderOptions(run.in));
   LineDigest digest;
   std::vector<InputRecord> batch;
@@ -205,6 +208,7 @@ Result<Json> AnalyzeInput(const RunSettings& run, std::unique_ptr<InputStream> i
   const uint64_t bad_before = bad.count(), invalid_before = analyzer.stats().invalid_utf8;
   while (!*stopped) {
     NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(batch_size, threads, &batch));
+    if (bytes_read != nullptr) *bytes_read = reader.input_bytes();
     if (batch.empty()) break;
     texts.clear();
     uint64_t seen = documents;
@@ -338,6 +342,7 @@ struct DecideFlags {
   double progress_seconds = 0;          // --progress: with --memory-limit, a line every this many seconds
   bool quiet = false;
   struct RoundCheckpoint* checkpoint = nullptr;  // dedup --memory-limit --checkpoint (no flag of stage decide)
+  std::function<double()> fraction_read;         // dedup: the share of the input bytes read (progress)
 };
 
 // The decision file of shard i in DIR (the name the driver passes to filter).
@@ -723,7 +728,21 @@ struct Rounds {
   uint64_t visits = 0;  // documents read by the rounds so far (each round reads all after its start)
   uint64_t last_decided = 0;  // how many documents the last round decided
   RoundCheckpoint* checkpoint = nullptr;  // dedup --checkpoint, or null
+  // The share of the inputs' bytes read so far (dedup: it reads the inputs),
+  // or null: round 1's estimate of the number of documents.
+  std::function<double()> fraction_read;
 };
+
+// The number of documents, once round 1 has counted them; until then an
+// estimate from the share of the input bytes read (*estimated), or 0.
+uint64_t DocumentsOfRun(const Rounds& r, uint64_t g, bool* estimated) {
+  *estimated = false;
+  if (r.rounds > 0) return r.shard_first.back();
+  const double read = r.fraction_read ? r.fraction_read() : 0.0;
+  if (read < 0.001) return 0;
+  *estimated = true;
+  return std::max(g, static_cast<uint64_t>(static_cast<double>(g) / std::min(read, 1.0)));
+}
 
 // What a round's kept documents hold: the set's structures and the raw ids.
 size_t HeldBytes(const Deduplicator& dedup, const DecideState& st) {
@@ -745,7 +764,7 @@ uint64_t VisitsLeft(uint64_t n, uint64_t start, uint64_t g, uint64_t per_round) 
 // or as far as its budget goes at the pace it fills, whichever is more: the
 // pace alone overshoots early in a round, when the set's fixed cost weighs
 // most) and read them at the rate so far. The number of documents is known
-// once round 1 has read them all.
+// once round 1 has read them all; before, it is estimated from the bytes.
 void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r, uint64_t start, uint64_t g,
                     bool deciding, uint64_t split) {
   const auto now = std::chrono::steady_clock::now();
@@ -754,9 +773,9 @@ void ReportProgress(const Deduplicator& dedup, const DecideState& st, Rounds& r,
   const double elapsed = std::chrono::duration<double>(now - r.started).count();
   const size_t held = HeldBytes(dedup, st);
   std::string of, eta;
-  if (r.rounds > 0) {
-    const uint64_t n = r.shard_first.back();
-    of = " of " + std::to_string(n);
+  bool estimated = false;
+  if (const uint64_t n = DocumentsOfRun(r, g, &estimated); n > 0) {
+    of = (estimated ? " of about " : " of ") + std::to_string(n);
     const double pace = held > 0 ? static_cast<double>(g - start) * static_cast<double>(r.budget) / held : 0.0;
     const double per_round =
         !deciding ? static_cast<double>(split - start) : std::max(pace, static_cast<double>(r.last_decided));
@@ -1078,6 +1097,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
     Rounds rounds{*shards, read, f.output_dir, RoundBudget(f.memory_limit), f.spill_dir};
     rounds.progress_seconds = f.quiet ? 0 : f.progress_seconds;
     rounds.checkpoint = f.checkpoint;
+    rounds.fraction_read = f.fraction_read;
     auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
     if (!decided.ok()) return Fail(decided.status());
     s = *decided;
@@ -1582,10 +1602,17 @@ class AnalyzedInputs {
     NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(path));
     NEARDUP_ASSIGN_OR_RETURN(Json summary,
                              AnalyzeInput(run_, std::move(in), a_.threads, a_.batch_size, analyzer_, bad, &stopped_, each,
-                                          skip));
+                                          skip, first ? &reading_ : nullptr));
     if (stopped_) return Status::InvalidArgument("bad input lines stopped the run");
+    if (first) read_bytes_ += header["input_bytes"].get<uint64_t>(), reading_ = 0;
     read_ += first;
     return summary;
+  }
+  // The share of the inputs' bytes read by their first reads.
+  double FractionRead() const {
+    uint64_t total = 0;
+    for (const ShardInfo& shard : shards_) total += shard.header["input_bytes"].get<uint64_t>();
+    return total > 0 ? static_cast<double>(read_bytes_ + reading_) / static_cast<double>(total) : 1.0;
   }
   bool stopped() const { return stopped_; }
   // A resumed run: every input was read once before (its bad lines reported).
@@ -1600,6 +1627,7 @@ class AnalyzedInputs {
   BadLines silent_;
   std::vector<ShardInfo> shards_;
   size_t read_ = 0;  // inputs read once
+  uint64_t read_bytes_ = 0, reading_ = 0;  // bytes of those inputs, and of the one being read first
   bool stopped_ = false;
 };
 
@@ -1741,6 +1769,7 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   d.threads = a.threads, d.memory_limit = a.memory_limit, d.spill_dir = (*dir)->path(), d.quiet = a.quiet;
   d.progress_seconds = a.progress_seconds;
   d.checkpoint = a.checkpoint.empty() ? nullptr : &checkpoint;
+  d.fraction_read = [&inputs] { return inputs.FractionRead(); };
   const int decided = DecideRun(d, &shards, [&](size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
     return inputs.Read(s, skip, each);
   });
@@ -1748,7 +1777,8 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   if (decided != kExitOk) return inputs.stopped() ? bad_rc : decided;
   if (bad_rc != kExitOk) return bad_rc;
   CrashPointForTests();
-  const double decide_s = Since(t0);
+  // A resumed run counts the rounds its earlier processes completed.
+  const double decide_s = Since(t0) + (*resume ? (**resume).value("elapsed_seconds", 0.0) : 0.0);
   const auto t1 = std::chrono::steady_clock::now();
   if (Status st = outputs.Write(a, **dir); !st.ok()) return Fail(st);
   if (!a.stats_json.empty()) {
