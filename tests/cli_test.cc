@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -526,6 +528,28 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run(args), 2);
   EXPECT_NE(err_.find("changed"), std::string::npos) << err_;
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
+}
+
+// Found in review: two runs given the same --checkpoint at once cut back
+// and overwrote each other's files. DIR/lock is held while a run lives; a
+// second run is refused (exit 2, nothing touched) and the first's state
+// resumes to the uninterrupted outputs once the lock is free.
+TEST_F(CliTest, CheckpointIsUsedByOneRunAtATime) {
+  const std::string args = "dedup -i " + kSample + " -o " + Path("out") + " -d " + Path("dups") +
+                           " --batch-size 300 -q --checkpoint " + Path("ckpt");
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("want") + " -d " + Path("want.d") + " -q"), 0) << err_;
+  std::filesystem::create_directories(Path("ckpt"));
+  const int held = ::open(Path("ckpt/lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // as a run in progress holds it
+  EXPECT_EQ(Run(args), 2);
+  EXPECT_NE(err_.find("is in use by another run"), std::string::npos) << err_;
+  EXPECT_FALSE(std::filesystem::exists(Path("ckpt/state.json")));
+  ::close(held);
+  ASSERT_EQ(Run(args), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("out")), ReadFile(Path("want")));
+  EXPECT_EQ(ReadFile(Path("dups")), ReadFile(Path("want.d")));
+  EXPECT_FALSE(std::filesystem::exists(Path("ckpt")));  // its lock is removed with it
 }
 
 // --sketch-dir keeps the sketch records in an unnamed file: the same

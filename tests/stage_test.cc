@@ -3,6 +3,8 @@
 // (a missing shard, a checksum mismatch, shards of other settings, another
 // input). The same run on a Dask cluster: tests/dask_stage_test.py.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -632,6 +634,85 @@ TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   ASSERT_EQ(std::system(script.c_str()), 0);
   EXPECT_EQ(ReadAll(Path("rc")), "143\n");
   EXPECT_TRUE(std::filesystem::is_empty(Path("spill")));
+}
+
+// Found in review: a run killed by SIGKILL (nothing runs then) left its
+// neardup-dedup-* scratch directory, the size of a round's decisions, in
+// --spill-dir for good. Each scratch directory now holds a lock file naming
+// its host, locked while its run lives; the next run in the same place
+// removes those whose lock is free. A live run's directory (its lock held),
+// another host's (a shared disk, where a lock may not reach) and a
+// directory without a lock are left alone.
+TEST_F(StageTest, MemoryLimitRemovesTheScratchOfAKilledRun) {
+  const auto inputs = RoundsCorpus(dir_);
+  ASSERT_EQ(::mkdir(Path("spill").c_str(), 0755), 0);
+  const std::string run = "dedup -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("o") +
+                          "' --memory-limit 1 -t 1 --spill-dir '" + Path("spill") + "'";
+  ASSERT_EQ(RunCrashingAfter(3, run), 137) << err_;
+  std::vector<std::string> killed;
+  for (const auto& e : std::filesystem::directory_iterator(Path("spill"))) killed.push_back(e.path().string());
+  ASSERT_EQ(killed.size(), 1u);
+  ASSERT_EQ(::access((killed[0] + "/lock").c_str(), F_OK), 0);
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  auto fake = [&](const std::string& name, const std::string* lock_text) {
+    const std::string d = Path("spill/" + name);
+    std::filesystem::create_directories(d + "/dec");
+    WriteAll(d + "/dec/0.dec", "decisions");
+    if (lock_text) WriteAll(d + "/lock", *lock_text);
+    return d;
+  };
+  const std::string other_host = std::string(host) + ".elsewhere", this_host = host;
+  const std::string live = fake("neardup-dedup-live01", &this_host);
+  const std::string elsewhere = fake("neardup-dedup-other1", &other_host);
+  const std::string unlocked = fake("neardup-dedup-nolock", nullptr);
+  const std::string dead = fake("neardup-dedup-dead01", &this_host);
+  const std::string not_ours = fake("someone-elses", &this_host);
+  const int held = ::open((live + "/lock").c_str(), O_RDWR);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // as a run in progress holds it
+  ASSERT_EQ(Run(run), 0) << err_;
+  ::close(held);
+  for (const std::string& gone : {killed[0], dead}) {
+    EXPECT_NE(::access(gone.c_str(), F_OK), 0) << gone;
+    EXPECT_NE(err_.find("removed " + gone + ", left by a run that was killed"), std::string::npos) << err_;
+  }
+  for (const std::string& kept : {live, elsewhere, unlocked, not_ours}) {
+    EXPECT_EQ(ReadAll(kept + "/dec/0.dec"), "decisions") << kept;
+  }
+  size_t left = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(Path("spill"))) ++left;
+  EXPECT_EQ(left, 4u) << "the run removed its own scratch";
+}
+
+// Found in review: a second run given the same --checkpoint while the first
+// ran emptied the first's round files (a fresh start clears them) and wrote
+// its own among them. DIR/lock is now held while a run lives; a second run
+// is refused (exit 2) and touches nothing, and the first's checkpoint
+// resumes as before once the lock is free.
+TEST_F(StageTest, MemoryLimitCheckpointIsUsedByOneRunAtATime) {
+  const auto inputs = RoundsCorpus(dir_);
+  const std::string plain = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("kept") +
+                            "' -d '" + Path("dups") + "' --memory-limit 1";
+  ASSERT_EQ(Run(plain), 0) << err_;
+  const std::string kept = ReadAll(Path("kept")), dups = ReadAll(Path("dups"));
+  const std::string run = plain + " --checkpoint '" + Path("ck") + "'";
+  ASSERT_EQ(RunCrashingAfter(11, run), 137) << err_;
+  ASSERT_EQ(::access(Path("ck/rounds/rounds.json").c_str(), F_OK), 0);
+  const std::string recorded = ReadAll(Path("ck/rounds/rounds.json"));
+  const int held = ::open(Path("ck/lock").c_str(), O_RDWR);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  for (const std::string& other : {run, plain + " -k 4 --checkpoint '" + Path("ck") + "'"}) {
+    EXPECT_EQ(Run(other), 2) << other;
+    EXPECT_NE(err_.find("is in use by another run"), std::string::npos) << err_;
+    EXPECT_EQ(ReadAll(Path("ck/rounds/rounds.json")), recorded);
+  }
+  ::close(held);
+  ASSERT_EQ(Run(run), 0) << err_;
+  EXPECT_EQ(ReadAll(Path("kept")), kept);
+  EXPECT_EQ(ReadAll(Path("dups")), dups);
+  EXPECT_NE(::access(Path("ck").c_str(), F_OK), 0) << "the checkpoint, its lock too, is removed when the run succeeds";
 }
 
 // Found in review: the spill refused to read back a raw id over 1 MiB that

@@ -239,8 +239,10 @@ class DedupRun {
     return done;
   }
 
-  void SetCheckpoint(const std::string& dir) {
-    if (!dir.empty()) checkpoint_ = std::make_unique<CheckpointFiles>(dir);
+  // Takes DIR's lock (refused while another run holds it).
+  Status SetCheckpoint(const std::string& dir) {
+    checkpoint_ = std::make_unique<CheckpointFiles>(dir);
+    return checkpoint_->Lock();
   }
 
   // Reads one input to its end (or to a stop for bad lines: *stopped).
@@ -550,7 +552,7 @@ Result<std::optional<nlohmann::json>> PrepareCheckpoint(const DedupFlags& f, con
   std::error_code ec;
   std::filesystem::create_directories(f.checkpoint, ec);
   if (ec) return Status::IOError("cannot create --checkpoint directory " + f.checkpoint + ": " + ec.message());
-  run.SetCheckpoint(f.checkpoint);
+  NEARDUP_RETURN_IF_ERROR(run.SetCheckpoint(f.checkpoint));
   return CheckpointFiles(f.checkpoint).Load(inputs);
 }
 

@@ -34,6 +34,7 @@
 
 #include "commands.h"
 #include "dedup_output.h"
+#include "dir_lock.h"
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/staged_files.h"
@@ -1349,30 +1350,75 @@ extern "C" void RemoveScratchOnSignal(int sig) {
   ::raise(sig);
 }
 
+// `dir`/lock, created locked (under another name until it is), naming this
+// host: a scan never finds it unlocked while its run lives.
+FileLock CreateScratchLock(const std::string& dir) {
+  const std::string tmp = dir + "/lock.tmp", lock = dir + "/lock";
+  FileLock l = FileLock::Take(tmp, O_CREAT | O_EXCL);
+  if (!l.held()) return l;
+  const std::string host = HostName();
+  if (::write(l.fd(), host.data(), host.size()) != static_cast<ssize_t>(host.size()) ||
+      std::rename(tmp.c_str(), lock.c_str()) != 0) {
+    return FileLock();
+  }
+  return l;
+}
+
+// Removes the neardup-dedup-* directories in `parent` that runs on this host
+// left when they were killed (SIGKILL, a crash: nothing removed them): their
+// lock is free. A directory without a lock file, or of another host (a
+// shared disk, where a lock may not reach), is left alone.
+void RemoveDeadScratch(const std::filesystem::path& parent, bool quiet) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> dead;
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    if (!e.path().filename().string().starts_with("neardup-dedup-")) continue;
+    const FileLock lock = FileLock::Take((e.path() / "lock").string(), 0);
+    if (!lock.held()) continue;
+    char host[256] = {};
+    const ssize_t n = ::pread(lock.fd(), host, sizeof host - 1, 0);
+    if (n > 0 && std::string(host, static_cast<size_t>(n)) == HostName()) {
+      std::filesystem::remove_all(e.path(), ec);  // while locked: no other scan takes it meanwhile
+      if (!ec && !quiet) std::fprintf(stderr, "neardup: removed %s, left by a run that was killed\n", e.path().c_str());
+    }
+  }
+}
+
 // The temporary directory of `dedup --memory-limit`, removed with its files
-// however the run ends but by SIGKILL (it is named neardup-dedup-*); or,
+// however the run ends but by SIGKILL (it is named neardup-dedup-*; the next
+// run in the same --spill-dir removes it then: RemoveDeadScratch); or,
 // with --checkpoint, DIR/rounds, which stays for a restart unless the run
 // succeeds.
 class ScratchDir {
  public:
-  // DIR/rounds of --checkpoint DIR. `afresh`: emptied first (no round of it
-  // was recorded: what a crash left in it is of no use).
-  static Result<std::unique_ptr<ScratchDir>> Checkpoint(const std::string& dir, bool afresh) {
+  // DIR/rounds of --checkpoint DIR. Two runs on one checkpoint would mix
+  // their files: DIR/lock is held while this one lives, before anything in
+  // DIR is read (a second run is refused, whatever its arguments).
+  static Result<std::unique_ptr<ScratchDir>> Checkpoint(const std::string& dir) {
     const std::string path = (std::filesystem::path(dir) / "rounds").string();
     std::error_code ec;
-    if (afresh) std::filesystem::remove_all(path, ec);
     std::filesystem::create_directories(path, ec);
     if (ec) return Status::IOError("cannot create --checkpoint directory " + path + ": " + ec.message());
-    return std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/false));
+    FileLock lock = FileLock::Take(dir + "/lock", O_CREAT);
+    if (!lock.held()) {
+      return Status::InvalidArgument("--checkpoint " + dir + " is in use by another run (or its lock cannot be taken: " +
+                                     std::strerror(errno) + ")");
+    }
+    auto d = std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/false));
+    d->lock_ = std::move(lock), d->lock_path_ = dir + "/lock";
+    return d;
   }
-  static Result<std::unique_ptr<ScratchDir>> Create(const std::string& parent) {
+  static Result<std::unique_ptr<ScratchDir>> Create(const std::string& parent, bool quiet) {
     NEARDUP_ASSIGN_OR_RETURN(const std::filesystem::path where, ScratchParent(parent));
+    RemoveDeadScratch(where, quiet);
     std::string path = (where / "neardup-dedup-XXXXXX").string();
     if (::mkdtemp(path.data()) == nullptr) {
       return Status::IOError("cannot create a directory in " + parent + " for --memory-limit: " +
                              std::strerror(errno));
     }
-    return std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/true));
+    auto d = std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/true));
+    d->lock_ = CreateScratchLock(path);  // without it (an odd file system) only the cleanup is lost
+    return d;
   }
   ~ScratchDir() {
     if (temporary_) {
@@ -1380,10 +1426,21 @@ class ScratchDir {
     }
     std::error_code ec;
     if (temporary_ || done_) std::filesystem::remove_all(path_, ec);
-    if (!temporary_ && done_) std::filesystem::remove(std::filesystem::path(path_).parent_path(), ec);  // if empty
+    if (!temporary_ && done_) {
+      std::filesystem::remove(lock_path_, ec);
+      std::filesystem::remove(std::filesystem::path(path_).parent_path(), ec);  // if empty
+    }
   }
   // The run succeeded: a checkpoint's directory goes too.
   void Done() { done_ = true; }
+  // A checkpoint that recorded no round: what a crash left in it is of no use.
+  Status Empty() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+    std::filesystem::create_directories(path_, ec);
+    if (ec) return Status::IOError("cannot empty --checkpoint directory " + path_ + ": " + ec.message());
+    return Status::OK();
+  }
   std::string Path(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
   const std::string& path() const { return path_; }
 
@@ -1399,6 +1456,8 @@ class ScratchDir {
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   std::string path_;
   bool temporary_ = true, done_ = false;
+  FileLock lock_;          // held while the run lives
+  std::string lock_path_;  // a checkpoint's (DIR/lock)
   struct sigaction previous_[3] {};
 };
 
@@ -1656,15 +1715,22 @@ void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir) {
       ->check(CLI::ExistingDirectory);
 }
 
-// --checkpoint: the state of the interrupted run in DIR/rounds to continue,
-// or none (start afresh). kInvalidArgument when the run cannot be resumed or
-// DIR holds another run's rounds.
-Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
-  if (a.checkpoint.empty()) return std::optional<Json>();
+// What --checkpoint cannot resume (kInvalidArgument), refused before its
+// directory is made.
+Status CheckCheckpointArgs(const StagedDedupArgs& a) {
+  if (a.checkpoint.empty()) return Status::OK();
   for (const std::string& in : a.in.inputs) {
     if (ReadableOnce(in)) return Status::InvalidArgument("--checkpoint cannot resume " + in + " (read once): name files");
   }
   if (a.in.rejects == "-") return Status::InvalidArgument("--checkpoint cannot cut back standard output: name a --rejects file");
+  return Status::OK();
+}
+
+// --checkpoint: the state of the interrupted run in DIR/rounds to continue,
+// or none (start afresh); DIR is locked by then. kInvalidArgument when DIR
+// holds another run's rounds.
+Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
+  if (a.checkpoint.empty()) return std::optional<Json>();
   const std::string path = (std::filesystem::path(a.checkpoint) / "rounds" / "rounds.json").string();
   std::ifstream in(path);
   if (!in) return std::optional<Json>();
@@ -1737,10 +1803,14 @@ int RunStagedDedup(const StagedDedupArgs& given) {
     if (ReadableOnce(in)) continue;
     if (Status st = OpenInput(in).status(); !st.ok()) return Fail(st);
   }
+  if (Status st = CheckCheckpointArgs(a); !st.ok()) return Fail(st);
+  auto dir = a.checkpoint.empty() ? ScratchDir::Create(a.spill_dir, a.quiet) : ScratchDir::Checkpoint(a.checkpoint);
+  if (!dir.ok()) return Fail(dir.status());
   auto resume = LoadRoundCheckpoint(a);
   if (!resume.ok()) return Fail(resume.status());
-  auto dir = a.checkpoint.empty() ? ScratchDir::Create(a.spill_dir) : ScratchDir::Checkpoint(a.checkpoint, !*resume);
-  if (!dir.ok()) return Fail(dir.status());
+  if (!a.checkpoint.empty() && !*resume) {
+    if (Status st = (*dir)->Empty(); !st.ok()) return Fail(st);
+  }
   if (Status st = SpoolReadableOnce(**dir, &a.in.inputs); !st.ok()) return Fail(st);
   BadLines bad;
   AnalyzedInputs inputs(a, given.in.inputs, **analyzer, bad);

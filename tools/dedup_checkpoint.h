@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "dir_lock.h"
 #include "input_files.h"
 
 namespace neardup::cli {
@@ -35,6 +36,16 @@ namespace neardup::cli {
 class CheckpointFiles {
  public:
   explicit CheckpointFiles(std::string dir) : dir_(std::move(dir)) {}
+
+  // Holds DIR/lock while the run lives: a second run on the same DIR would
+  // cut back and overwrite the first's files. kInvalidArgument when another
+  // run holds it.
+  Status Lock() {
+    lock_ = FileLock::Take(LockPath(), O_CREAT);
+    if (lock_.held()) return Status::OK();
+    return Status::InvalidArgument("--checkpoint " + dir_ + " is in use by another run (or its lock cannot be taken: " +
+                                   std::strerror(errno) + ")");
+  }
 
   const std::string& dir() const { return dir_; }
   std::string Kept(size_t file) const { return Name("kept-", file, ".ndk"); }
@@ -112,6 +123,7 @@ class CheckpointFiles {
       std::remove(Kept(i).c_str());
       std::remove(Clusters(i).c_str());
     }
+    std::remove(LockPath().c_str());
     std::error_code ec;
     std::filesystem::remove(dir_, ec);  // fails, harmlessly, when not empty
   }
@@ -150,7 +162,10 @@ class CheckpointFiles {
     return dir_ + "/" + prefix + n + suffix;
   }
 
+  std::string LockPath() const { return dir_ + "/lock"; }
+
   std::string dir_;
+  FileLock lock_;
 };
 
 }  // namespace neardup::cli
