@@ -304,6 +304,68 @@ TEST_F(CliTest, OutputIdenticalForAnyThreadCountAndBatchSize) {
   EXPECT_EQ(Lines(ReadFile(Path("u"))).size() + Lines(ReadFile(Path("d"))).size(), total);
 }
 
+// The next batch is read and analyzed ahead, on its own thread, while one is
+// decided: bad lines, blank lines, several inputs and a stop
+// at --max-bad-lines inside a batch give the same outputs, rejects, counts
+// and exit code on 1, 2 and 3 threads, and the stopped run decides exactly
+// the documents before the stopping line.
+TEST_F(CliTest, BadLinesAndStopsIdenticalForAnyThreadCount) {
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  std::string a, b;
+  size_t docs_before_stop = 0, bad = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string& to = i < lines.size() / 2 ? a : b;
+    to += lines[i] + "\n";
+    if (bad <= 6) ++docs_before_stop;  // the 7th bad line stops --max-bad-lines 6
+    if (i % 97 == 5) to += "\n";
+    if (i % 211 == 7) {
+      to += "{not json\n";
+      ++bad;
+    }
+  }
+  WriteFile(Path("a.jsonl"), a);
+  WriteFile(Path("b.jsonl"), b);
+  std::string reference[2];
+  for (const char* threads : {"1", "2", "3"}) {
+    for (int stop = 0; stop < 2; ++stop) {
+      SCOPED_TRACE(std::string("threads ") + threads + (stop ? ", stopping" : ""));
+      const int rc = Run("dedup -q -i " + Path("a.jsonl") + " -i " + Path("b.jsonl") + " -o " + Path("o") + " -d " +
+                         Path("d") + " --annotate nd --rejects " + Path("r") + " --stats-json " + Path("s") +
+                         " --batch-size 50 -t " + threads + (stop ? " --max-bad-lines 6" : " --max-bad-lines 0"));
+      EXPECT_EQ(rc, stop ? 4 : 0) << err_;
+      auto stats = nlohmann::json::parse(ReadFile(Path("s")));
+      for (const char* varies : {"stage_seconds", "elapsed_seconds", "seconds", "docs_per_second", "threads"}) {
+        stats.erase(varies);
+      }
+      const std::string all = ReadFile(Path("o")) + "\x1f" + ReadFile(Path("d")) + "\x1f" + ReadFile(Path("r")) +
+                              "\x1f" + stats.dump();
+      if (reference[stop].empty()) {
+        reference[stop] = all;
+        EXPECT_GT(stats["bad_lines"].get<int>(), 6);
+        if (stop) EXPECT_EQ(Lines(ReadFile(Path("o"))).size(), docs_before_stop);
+      } else {
+        EXPECT_TRUE(all == reference[stop]);
+      }
+    }
+  }
+  // Invalid UTF-8 (lines format: JSON refuses it) is counted once per
+  // decided document, whichever thread analyzed it.
+  std::string text;
+  for (size_t i = 0; i < lines.size(); ++i) text += lines[i].substr(0, 60) + (i % 13 == 0 ? "\xff\xfe\n" : "\n");
+  WriteFile(Path("t.txt"), text);
+  std::string counted;
+  for (const char* threads : {"1", "2"}) {
+    ASSERT_EQ(Run("dedup -q --format lines -i " + Path("t.txt") + " -o " + Path("o") + " --batch-size 50 -t " +
+                  threads + " --stats-json " + Path("s")),
+              0)
+        << err_;
+    const std::string n = nlohmann::json::parse(ReadFile(Path("s")))["invalid_utf8"].dump() + ReadFile(Path("o"));
+    if (counted.empty()) counted = n;
+    EXPECT_EQ(n, counted) << threads;
+  }
+  EXPECT_NE(counted.substr(0, 1), "0");
+}
+
 TEST_F(CliTest, SampleLinesFormat) {
   ASSERT_EQ(Run("dedup --format lines -i " + kSampleLines + " -o " + Path("u") + " -d " + Path("d")), 0)
       << err_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -146,15 +147,15 @@ class DedupRun {
       NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(file.path));
       RecordReader reader(std::move(in), ToReaderOptions(f_.in));
       for (;;) {
-        NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &batch_));
-        if (batch_.empty()) break;
-        texts_.clear();
-        for (const InputRecord& r : batch_) {
+        NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &cur_.records));
+        if (cur_.records.empty()) break;
+        cur_.texts.clear();
+        for (const InputRecord& r : cur_.records) {
           if (r.kind != InputRecord::Kind::kDocument) continue;
-          kept_ids_.Add(loaded_ + sigs.size() + texts_.size(), r.id);  // every id: a kept one may come later
-          texts_.push_back(r.text());
+          kept_ids_.Add(loaded_ + sigs.size() + cur_.texts.size(), r.id);  // every id: a kept one may come later
+          cur_.texts.push_back(r.text());
         }
-        dedup_.Analyze(texts_, &batch_sigs, threads_);
+        dedup_.Analyze(cur_.texts, &batch_sigs, threads_);
         std::move(batch_sigs.begin(), batch_sigs.end(), std::back_inserter(sigs));
       }
     }
@@ -245,41 +246,60 @@ class DedupRun {
     return checkpoint_->Lock();
   }
 
-  // Reads one input to its end (or to a stop for bad lines: *stopped).
+  // Reads one input to its end (or to a stop for bad lines: *stopped). With
+  // two threads or more, the next batch is read and analyzed on a thread of
+  // its own while this one is decided and written: deciding in input order
+  // is serial, and the analysis of what comes next fills the other cores
+  // meanwhile. Analysis changes nothing the decisions read, so the outputs
+  // are those of one thread (tested).
   Status ReadFile(std::unique_ptr<InputStream> in, const std::string& name, bool* stopped) {
     if (files_ > 1) bad_.SetSource(name);
     if (checkpoint_) {
       NEARDUP_ASSIGN_OR_RETURN(segment_, KeptFileWriter::Create(checkpoint_->Kept(files_done_), SchemeOf(dedup_)));
     }
     RecordReader reader(std::move(in), ToReaderOptions(f_.in));
-    while (!*stopped) {
-      auto t0 = std::chrono::steady_clock::now();
-      NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &batch_));
-      counters_.read_s += Since(t0);
-      if (batch_.empty()) break;
+    Batch next;
+    std::future<void> ahead;  // uses reader and next: declared after them, so waited for first
+    Prepare(reader, &cur_, threads_);
+    for (;;) {
+      NEARDUP_RETURN_IF_ERROR(cur_.status);
+      counters_.read_s += cur_.read_s;
+      if (cur_.records.empty()) break;
       *stopped = !CollectTexts();
-      t0 = std::chrono::steady_clock::now();
+      // One thread fewer ahead: the in-order half of the decision, the serial
+      // path, keeps a core to itself.
+      if (!*stopped && threads_ > 1) {
+        ahead = std::async(std::launch::async, [&] { Prepare(reader, &next, threads_ - 1); });
+      }
+      auto t0 = std::chrono::steady_clock::now();
       const uint64_t first_sequence = longest_ ? loaded_ + written_docs_ : dedup_.next_sequence();
-      std::span<const DocSignature> sigs;
+      std::span<const DocSignature> sigs = cur_.sigs;
       if (longest_) {  // decided already (DecideLongestFirst)
         decisions_.assign(longest_->decisions.begin() + written_docs_,
-                          longest_->decisions.begin() + written_docs_ + texts_.size());
-        sigs = std::span(longest_->sigs).subspan(written_docs_, texts_.size());
+                          longest_->decisions.begin() + written_docs_ + cur_.texts.size());
+        sigs = std::span(longest_->sigs).subspan(written_docs_, cur_.texts.size());
       } else {
-        Status st = dedup_.ProcessBatch(texts_, &decisions_, threads_);
+        dedup_.CountAnalyzed(cur_.invalid_utf8);
+        Status st = dedup_.DecideBatch(cur_.sigs, &decisions_, threads_);
         if (!st.ok()) return Status::Internal(st.ToString());
-        sigs = dedup_.batch_signatures();
       }
-      written_docs_ += texts_.size();
-      counters_.decide_s += Since(t0);
+      written_docs_ += cur_.texts.size();
+      counters_.decide_s += cur_.analyze_s + Since(t0);
       t0 = std::chrono::steady_clock::now();
       WriteDecisions(first_sequence, sigs);
       counters_.write_s += Since(t0);
       if (WriteFailed()) break;  // reported by Finish
-      Progress(done_bytes_ + reader.input_bytes());
+      Progress(done_bytes_ + cur_.input_bytes);
       CrashPointForTests();
+      if (*stopped) break;
+      if (ahead.valid()) {
+        ahead.get();
+      } else {
+        Prepare(reader, &next, threads_);
+      }
+      std::swap(cur_, next);
     }
-    done_bytes_ += reader.input_bytes();
+    done_bytes_ += cur_.input_bytes;
     ++counters_.files;
     if (checkpoint_ && !*stopped && !WriteFailed()) NEARDUP_RETURN_IF_ERROR(Checkpoint());
     return Status::OK();
@@ -413,12 +433,42 @@ class DedupRun {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  // texts_ from batch_'s documents; false when bad lines stop the run.
+  // One batch of an input: read, and its documents' texts picked and
+  // analyzed. Prepare fills it touching nothing else, so it may run on
+  // another thread while the batch before is decided.
+  struct Batch {
+    std::vector<InputRecord> records;
+    std::vector<std::string_view> texts;  // the documents' texts, in order
+    std::vector<size_t> record_of;        // texts[j] came from records[record_of[j]]
+    std::vector<DocSignature> sigs;       // of texts (none with --keep longest: decided already)
+    uint64_t invalid_utf8 = 0;            // met by the analysis; counted when decided
+    uint64_t input_bytes = 0;             // the reader's, after this batch
+    double read_s = 0, analyze_s = 0;
+    Status status;                        // of the read
+  };
+
+  void Prepare(RecordReader& reader, Batch* b, int threads) const {
+    auto t0 = std::chrono::steady_clock::now();
+    b->status = reader.ReadBatch(f_.batch_size, threads, &b->records);
+    b->input_bytes = reader.input_bytes();
+    b->read_s = Since(t0);
+    b->texts.clear(), b->record_of.clear(), b->sigs.clear();
+    if (!b->status.ok()) return;
+    for (size_t i = 0; i < b->records.size(); ++i) {
+      if (b->records[i].kind != InputRecord::Kind::kDocument) continue;
+      b->texts.push_back(b->records[i].text());
+      b->record_of.push_back(i);
+    }
+    t0 = std::chrono::steady_clock::now();
+    b->invalid_utf8 = longest_ ? 0 : dedup_.Sign(b->texts, &b->sigs, threads);
+    b->analyze_s = Since(t0);
+  }
+
+  // Counts cur_'s lines and reports its bad ones; false when bad lines stop
+  // the run, cur_ then cut to the documents before the stopping line.
   bool CollectTexts() {
-    texts_.clear();
-    record_of_.clear();
-    for (size_t i = 0; i < batch_.size(); ++i) {
-      const InputRecord& r = batch_[i];
+    for (size_t i = 0; i < cur_.records.size(); ++i) {
+      const InputRecord& r = cur_.records[i];
       ++counters_.lines;
       if (r.kind == InputRecord::Kind::kBlank) {
         ++counters_.blank_lines;
@@ -426,19 +476,29 @@ class DedupRun {
       }
       if (r.kind == InputRecord::Kind::kBad) {
         ++counters_.bad_lines;
-        if (!bad_.Add(r)) return false;
+        if (!bad_.Add(r)) {
+          CutBatch(i);
+          return false;
+        }
         continue;
       }
       counters_.truncated_texts += r.truncated;
-      texts_.push_back(r.text());
-      record_of_.push_back(i);
     }
     return true;
   }
 
+  // cur_ without its records from `record` on (analyzed again, so the
+  // invalid UTF-8 counted is that of the documents decided).
+  void CutBatch(size_t record) {
+    const size_t n = static_cast<size_t>(
+        std::lower_bound(cur_.record_of.begin(), cur_.record_of.end(), record) - cur_.record_of.begin());
+    cur_.texts.resize(n), cur_.record_of.resize(n);
+    if (!longest_) cur_.invalid_utf8 = dedup_.Sign(cur_.texts, &cur_.sigs, threads_);
+  }
+
   void WriteDecisions(uint64_t first_sequence, std::span<const DocSignature> sigs) {
-    for (size_t j = 0; j < texts_.size(); ++j) {
-      const InputRecord& r = batch_[record_of_[j]];
+    for (size_t j = 0; j < cur_.texts.size(); ++j) {
+      const InputRecord& r = cur_.records[cur_.record_of[j]];
       const DedupDecision& d = decisions_[j];
       // Round robin over the shards, in output order: deterministic, even.
       std::FILE* o = outs_[written_ % outs_.size()].get();
@@ -506,9 +566,7 @@ class DedupRun {
   KeptIds kept_ids_;
   Clusters clusters_;
   Counters counters_;
-  std::vector<InputRecord> batch_;
-  std::vector<std::string_view> texts_;
-  std::vector<size_t> record_of_;  // texts_[j] came from batch_[record_of_[j]]
+  Batch cur_;  // the batch being decided and written
   std::vector<DedupDecision> decisions_;
   size_t files_ = 0;
   // --keep longest: every decision and signature, by input order.

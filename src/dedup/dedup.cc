@@ -34,6 +34,11 @@ DocSignature Deduplicator::Signature(std::string_view text) const {
 }
 
 void Deduplicator::Analyze(std::span<const std::string_view> texts, std::vector<DocSignature>* out, int threads) {
+  CountAnalyzed(Sign(texts, out, threads));
+}
+
+uint64_t Deduplicator::Sign(std::span<const std::string_view> texts, std::vector<DocSignature>* out,
+                            int threads) const {
   out->resize(texts.size());
   std::atomic<uint64_t> invalid_utf8{0};
   // Analysis is the expensive, embarrassingly parallel half.
@@ -47,7 +52,7 @@ void Deduplicator::Analyze(std::span<const std::string_view> texts, std::vector<
     }
     invalid_utf8.fetch_add(invalid, std::memory_order_relaxed);
   });
-  stats_.invalid_utf8 += invalid_utf8.load();
+  return invalid_utf8.load();
 }
 
 Status Deduplicator::ProcessBatch(std::span<const std::string_view> texts,
