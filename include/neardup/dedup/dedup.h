@@ -123,9 +123,8 @@ class Deduplicator {
   // Analyze without touching stats(): makes the signatures and returns how
   // many invalid UTF-8 sequences the texts held, for CountAnalyzed to count
   // once the batch is decided. Reads only the fingerprint settings, which
-  // never change, so it may run on another thread while this Deduplicator
-  // decides (the batch job analyzes its next batch meanwhile); not while
-  // Create's object is being destroyed.
+  // never change: safe on another thread while this Deduplicator decides
+  // (the batch job analyzes its next batch meanwhile).
   uint64_t Sign(std::span<const std::string_view> texts, std::vector<DocSignature>* out, int threads) const;
   void CountAnalyzed(uint64_t invalid_utf8) { stats_.invalid_utf8 += invalid_utf8; }
 
