@@ -1370,7 +1370,6 @@ FileLock CreateScratchLock(const std::string& dir) {
 // shared disk, where a lock may not reach), is left alone.
 void RemoveDeadScratch(const std::filesystem::path& parent, bool quiet) {
   std::error_code ec;
-  std::vector<std::filesystem::path> dead;
   for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
     if (!e.path().filename().string().starts_with("neardup-dedup-")) continue;
     const FileLock lock = FileLock::Take((e.path() / "lock").string(), 0);
@@ -1399,11 +1398,7 @@ class ScratchDir {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec) return Status::IOError("cannot create --checkpoint directory " + path + ": " + ec.message());
-    FileLock lock = FileLock::Take(dir + "/lock", O_CREAT);
-    if (!lock.held()) {
-      return Status::InvalidArgument("--checkpoint " + dir + " is in use by another run (or its lock cannot be taken: " +
-                                     std::strerror(errno) + ")");
-    }
+    NEARDUP_ASSIGN_OR_RETURN(FileLock lock, LockCheckpoint(dir));
     auto d = std::unique_ptr<ScratchDir>(new ScratchDir(path, /*temporary=*/false));
     d->lock_ = std::move(lock), d->lock_path_ = dir + "/lock";
     return d;

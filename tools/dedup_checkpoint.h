@@ -41,10 +41,8 @@ class CheckpointFiles {
   // cut back and overwrite the first's files. kInvalidArgument when another
   // run holds it.
   Status Lock() {
-    lock_ = FileLock::Take(LockPath(), O_CREAT);
-    if (lock_.held()) return Status::OK();
-    return Status::InvalidArgument("--checkpoint " + dir_ + " is in use by another run (or its lock cannot be taken: " +
-                                   std::strerror(errno) + ")");
+    NEARDUP_ASSIGN_OR_RETURN(lock_, LockCheckpoint(dir_));
+    return Status::OK();
   }
 
   const std::string& dir() const { return dir_; }

@@ -13,8 +13,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <utility>
+
+#include "neardup/util/status.h"
 
 namespace neardup::cli {
 
@@ -50,6 +54,15 @@ class FileLock {
  private:
   int fd_ = -1;
 };
+
+// DIR/lock of a --checkpoint DIR, held: one run at a time on a checkpoint.
+// kInvalidArgument when another run holds it.
+inline Result<FileLock> LockCheckpoint(const std::string& dir) {
+  FileLock lock = FileLock::Take(dir + "/lock", O_CREAT);
+  if (lock.held()) return lock;
+  return Status::InvalidArgument("--checkpoint " + dir + " is in use by another run (or its lock cannot be taken: " +
+                                 std::strerror(errno) + ")");
+}
 
 inline std::string HostName() {
   char host[256] = {};
