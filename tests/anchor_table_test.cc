@@ -1,7 +1,7 @@
-// AnchorTable (src/dedup/anchor_table.h) against a std::map oracle: lists
-// that grow through every block class and shrink back to one id, stop keys,
-// blocks larger than a pool chunk, and the move to 8-byte words when an id
-// does not fit 31 bits.
+// AnchorTable (src/dedup/anchor_table.h) against a std::map oracle, read by
+// Collect and CollectFirstLive: lists that grow through every block class
+// and shrink back to one id, stop keys, blocks larger than a pool chunk, and
+// the move to 8-byte words when an id does not fit 31 bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +52,30 @@ class Oracle {
   uint64_t stops_ = 0;
 };
 
+// CollectFirstLive over random key sequences (known, stop and unknown keys;
+// longer than its batch of 32) against the oracle walked key by key.
+template <typename Table>
+void ExpectSameFirstLive(const Table& t, const Oracle& o, uint32_t key_range) {
+  std::mt19937 rng(key_range);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<uint32_t> keys(rng() % 90);
+    for (uint32_t& k : keys) k = static_cast<uint32_t>(rng() % (key_range + 20));
+    const int live = static_cast<int>(rng() % 40);
+    std::vector<uint64_t> want;
+    int probed = 0;
+    for (uint32_t k : keys) {
+      if (probed == live) break;
+      auto it = o.map().find(k);
+      if (it != o.map().end() && it->second.stop) continue;
+      ++probed;
+      if (it != o.map().end()) want.insert(want.end(), it->second.ids.begin(), it->second.ids.end());
+    }
+    std::vector<uint64_t> got;
+    EXPECT_EQ(t.CollectFirstLive(keys.data(), keys.size(), live, &got), probed) << "round " << round;
+    EXPECT_EQ(got, want) << "round " << round;
+  }
+}
+
 // Every key the oracle knows, and keys it does not, read back the same.
 template <typename Table>
 void ExpectSame(const Table& t, const Oracle& o, uint32_t key_range) {
@@ -69,6 +93,7 @@ void ExpectSame(const Table& t, const Oracle& o, uint32_t key_range) {
     EXPECT_EQ(got, it->second.ids) << "key " << key;  // insertion order, removals closed up
   }
   EXPECT_EQ(t.stops_made(), o.stops());
+  ExpectSameFirstLive(t, o, key_range);
 }
 
 // Random adds and removes over few keys, so lists grow long, shrink, stop.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dedup/anchor_table.h"
+#include "dedup/bucket_counts.h"
 #include "dedup/sketch_arena.h"
 #include "neardup/dedup/setting.h"
 #include "util/hash.h"
@@ -82,10 +83,9 @@ thread_local RecordBuffers t_record_buffers;
 
 // An exact test that rules a pair out before its record is read: the pair
 // rule's own size test (|A| < t·|B|), and, when both texts' whole n-gram
-// hash sets are in their sketches (the exact similarity), a bound from
-// hash-partitioned counts: |A ∩ B| <= sum over 16 buckets (hash & 15) of
-// min(|A_b|, |B_b|), so J <= I / (|A| + |B| - I). 4-bit counts; 15 means
-// "15 or more". A pair it rejects has similarity below the threshold, so the
+// hash sets are in their sketches (the exact similarity), a bound I on
+// |A ∩ B| from hash-partitioned counts (bucket_counts.h), so
+// J <= I / (|A| + |B| - I). A pair it rejects has similarity below the threshold, so the
 // decision is the one the records would give (oracle tests: near_dup_oracle_test.cc).
 struct RecordFilter {
   bool on = false;          // the re-check decides and the document has a sketch
@@ -94,15 +94,6 @@ struct RecordFilter {
   uint64_t counts = 0;      // A's bucket counts (complete only)
   double threshold = 0;
 
-  static uint64_t CountsOf(const uint32_t* mins, size_t n) {
-    uint64_t c = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const int shift = 4 * static_cast<int>(mins[i] & 15);
-      if (((c >> shift) & 15) != 15) c += uint64_t{1} << shift;
-    }
-    return c;
-  }
-
   // True if a kept text with `kept` shingles and these counts cannot reach
   // the threshold.
   bool Rejects(uint32_t kept, bool kept_complete, uint64_t kept_counts) const {
@@ -110,11 +101,7 @@ struct RecordFilter {
     if (ShingleCountsRuleOut(threshold, shingles, kept)) return true;  // DecidePair's first test, exactly
     if (!complete || !kept_complete) return false;
     uint32_t bound = 0;
-    for (int b = 0; b < 16; ++b) {
-      const uint32_t x = (counts >> (4 * b)) & 15, y = (kept_counts >> (4 * b)) & 15;
-      if (x == 15 && y == 15) return false;  // no bound from this bucket
-      bound += x == 15 ? y : y == 15 ? x : std::min(x, y);
-    }
+    if (!internal::SharedBucketBound(counts, kept_counts, &bound)) return false;
     const double union_low = static_cast<double>(shingles) + kept - bound;
     // A margin keeps a rounding difference from ever rejecting a pair at
     // exactly the threshold.
@@ -257,7 +244,7 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
     t_filter.on = true;
     t_filter.shingles = doc.sketch.num_shingles;
     t_filter.complete = doc.sketch.complete();
-    if (t_filter.complete) t_filter.counts = RecordFilter::CountsOf(doc.sketch.mins.data(), doc.sketch.mins.size());
+    if (t_filter.complete) t_filter.counts = internal::BucketCounts(doc.sketch.mins.data(), doc.sketch.mins.size());
     t_filter.threshold = r.threshold;
   }
   const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
@@ -317,6 +304,35 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
   return Status::OK();
 }
 
+namespace {
+// Drops from *ids the repeats and the ids already among `listed`, keeping
+// the rest in order. A hash set rather than a sort: ~120 ids per document
+// on short text, and their order does not matter (candidates are ranked).
+template <typename Listed>  // a vector of (Match, record) pairs
+void KeepNewIds(const Listed& listed, std::vector<DocId>* ids) {
+  constexpr DocId kFree = ~DocId{0};  // never an id (ids are below 2^63)
+  thread_local std::vector<DocId> set;
+  size_t size = 16;
+  while (size < 2 * (ids->size() + listed.size())) size *= 2;
+  set.assign(size, kFree);
+  // True if id was not in the set (and now is).
+  auto insert = [&](DocId id) {
+    size_t i = Murmur3Fmix64(id) & (size - 1);
+    for (; set[i] != kFree; i = (i + 1) & (size - 1)) {
+      if (set[i] == id) return false;
+    }
+    set[i] = id;
+    return true;
+  };
+  for (const auto& c : listed) insert(c.first.id);
+  size_t kept = 0;
+  for (DocId id : *ids) {
+    if (insert(id)) (*ids)[kept++] = id;
+  }
+  ids->resize(kept);
+}
+}  // namespace
+
 // Kept documents sharing one of the document's first `anchors` live anchors
 // (a stop key is skipped, not counted) and not already found by fingerprint:
 // the short near-duplicates simhash misses. `checked` stays ordered by
@@ -324,24 +340,11 @@ Status NearDupSet::FingerprintCandidates(const DocSignature& doc, bool sketches,
 Status NearDupSet::AddAnchorCandidates(const DocSignature& doc, std::vector<SketchedMatch>* checked) const {
   thread_local std::vector<DocId> ids;
   ids.clear();
-  int probed = 0;
-  for (uint32_t a : doc.sketch.anchors) {
-    if (probed == options_.recheck.anchors) break;
-    if (t_->anchors.Collect(a, &ids)) ++probed;  // false: a stop key
-  }
+  t_->anchors.CollectFirstLive(doc.sketch.anchors.data(), doc.sketch.anchors.size(), options_.recheck.anchors, &ids);
   if (ids.empty()) return Status::OK();
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  KeepNewIds(*checked, &ids);
   const size_t found = checked->size();
-  size_t kept = 0;
-  for (DocId id : ids) {
-    bool listed = false;
-    for (size_t i = 0; i < found && !listed; ++i) listed = (*checked)[i].first.id == id;
-    if (listed) continue;
-    ids[kept++] = id;
-    t_->sketch_slot.Prefetch(Murmur3Fmix64(id));
-  }
-  ids.resize(kept);
+  for (DocId id : ids) t_->sketch_slot.Prefetch(Murmur3Fmix64(id));
   // Each candidate is two dependent random reads (its slot, then its
   // record): one pass per level, so the misses of a level overlap.
   for (DocId id : ids) {
@@ -431,7 +434,7 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_
   const uint32_t* anchors = rec.data() + kRecHeader + rec[kRecCount];
   for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Add(anchors[i], id, cap);
   if (indexed != nullptr) indexed->assign(anchors, anchors + rec[kRecAnchors]);
-  const uint64_t counts = doc.sketch.complete() ? RecordFilter::CountsOf(doc.sketch.mins.data(), doc.sketch.mins.size()) : 0;
+  const uint64_t counts = doc.sketch.complete() ? internal::BucketCounts(doc.sketch.mins.data(), doc.sketch.mins.size()) : 0;
   t_->sketch_slot.Insert(Murmur3Fmix64(id),
                          SketchSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles), counts});
   return Status::OK();

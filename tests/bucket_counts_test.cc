@@ -1,0 +1,79 @@
+// The word-at-a-time bucket bound (src/dedup/bucket_counts.h) against the
+// plain per-bucket loop it replaced: every pair of values in one bucket
+// (with the other buckets random), then random words with many 15s.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "dedup/bucket_counts.h"
+
+namespace neardup::internal {
+namespace {
+
+// The definition, one bucket at a time.
+bool PlainBound(uint64_t x, uint64_t y, uint32_t* bound) {
+  uint32_t sum = 0;
+  for (int b = 0; b < 16; ++b) {
+    const uint32_t u = (x >> (4 * b)) & 15, v = (y >> (4 * b)) & 15;
+    if (u == 15 && v == 15) return false;
+    sum += std::min(u, v);
+  }
+  *bound = sum;
+  return true;
+}
+
+void ExpectSame(uint64_t x, uint64_t y) {
+  uint32_t want = 0, got = 0;
+  const bool want_ok = PlainBound(x, y, &want);
+  ASSERT_EQ(SharedBucketBound(x, y, &got), want_ok) << std::hex << x << " " << y;
+  if (want_ok) {
+    ASSERT_EQ(got, want) << std::hex << x << " " << y;
+  }
+}
+
+// Random 4-bit counts, 15 with probability p15.
+uint64_t RandomCounts(std::mt19937_64& rng, double p15) {
+  std::bernoulli_distribution full(p15);
+  uint64_t c = 0;
+  for (int b = 0; b < 16; ++b) c |= uint64_t{full(rng) ? 15u : static_cast<unsigned>(rng() % 15)} << (4 * b);
+  return c;
+}
+
+TEST(BucketCounts, BoundMatchesThePlainLoopForEveryPairInEveryBucket) {
+  std::mt19937_64 rng(17);
+  for (int bucket = 0; bucket < 16; ++bucket) {
+    for (uint64_t u = 0; u < 16; ++u) {
+      for (uint64_t v = 0; v < 16; ++v) {
+        const uint64_t mask = ~(uint64_t{15} << (4 * bucket));
+        const uint64_t x = (RandomCounts(rng, 0.1) & mask) | u << (4 * bucket);
+        const uint64_t y = (RandomCounts(rng, 0.1) & mask) | v << (4 * bucket);
+        ExpectSame(x, y);
+        ExpectSame(u << (4 * bucket), v << (4 * bucket));  // the rest empty
+      }
+    }
+  }
+}
+
+TEST(BucketCounts, BoundMatchesThePlainLoopOnRandomWords) {
+  std::mt19937_64 rng(18);
+  for (double p15 : {0.0, 0.05, 0.3, 0.9}) {
+    for (int i = 0; i < 100000; ++i) ExpectSame(RandomCounts(rng, p15), RandomCounts(rng, p15));
+  }
+  ExpectSame(0, 0);
+  ExpectSame(~uint64_t{0}, 0);               // all 15 against none: bound 0
+  ExpectSame(~uint64_t{0}, ~uint64_t{0});    // no bound
+  ExpectSame(0xEEEEEEEEEEEEEEEEULL, ~uint64_t{0});  // the largest bound, 16 * 14
+}
+
+TEST(BucketCounts, CountsSaturateAtFifteen) {
+  std::vector<uint32_t> hashes;
+  for (uint32_t i = 0; i < 40; ++i) hashes.push_back(16 * i + 3);  // all in bucket 3
+  for (uint32_t i = 0; i < 5; ++i) hashes.push_back(16 * i + 9);
+  EXPECT_EQ(BucketCounts(hashes.data(), hashes.size()), uint64_t{15} << 12 | uint64_t{5} << 36);
+  EXPECT_EQ(BucketCounts(hashes.data(), 0), 0u);
+}
+
+}  // namespace
+}  // namespace neardup::internal
