@@ -124,12 +124,13 @@ Status Deduplicator::SearchOlder(std::span<const DocSignature> sigs, size_t begi
   Status failed;
   ParallelFor(end - begin, threads, [&](size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
-      set_->ProbedAnchors(sigs[begin + i], &probed_[i]);
       if (Status st = set_->FindDuplicate(sigs[begin + i], &older_[i]); !st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         failed = st;
         return;
       }
+      // After the search: it has brought the anchors' slots into the cache.
+      set_->ProbedAnchors(sigs[begin + i], &probed_[i]);
     }
   });
   return failed;
@@ -143,13 +144,15 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
   // Its documents bring the anchors set_ indexed for them; stop keys are set_'s.
   batch_options.recheck.anchor_max_postings = kMaxAnchorPostings;
   NEARDUP_ASSIGN_OR_RETURN(batch_set_, NearDupSet::Create(batch_options));
-  const uint64_t stops = set_->stop_keys_made();
+  new_stops_.clear();
+  // The probed anchors were live when the slice began: one is a stop key
+  // now iff a kept document of the slice made it one (Apply lists those).
+  auto stopped = [&](uint32_t a) { return std::binary_search(new_stops_.begin(), new_stops_.end(), a); };
   for (size_t i = begin; i < end; ++i) {
     const DocSignature& doc = sigs[i];
     const auto& probed = probed_[i - begin];
     std::optional<DuplicateMatch> match;
-    if (set_->stop_keys_made() != stops &&
-        std::any_of(probed.begin(), probed.end(), [&](uint32_t a) { return set_->IsStopKey(a); })) {
+    if (!new_stops_.empty() && std::any_of(probed.begin(), probed.end(), stopped)) {
       NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
     } else {
       std::optional<DuplicateMatch> newer;
@@ -160,6 +163,14 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
     NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, batch_set_.get()));
   }
   return Status::OK();
+}
+
+void Deduplicator::NoteNewStops() {
+  for (uint32_t a : anchors_) {
+    if (!set_->IsStopKey(a)) continue;
+    auto at = std::lower_bound(new_stops_.begin(), new_stops_.end(), a);
+    if (at == new_stops_.end() || *at != a) new_stops_.insert(at, a);
+  }
 }
 
 const DocSignature& Deduplicator::WithAnchors(const DocSignature& doc, const std::vector<uint32_t>& anchors) {
@@ -205,8 +216,14 @@ Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::op
     ++(decision.exact ? stats_.exact_duplicates : stats_.near_duplicates);
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.
+    const uint64_t stops = set_->stop_keys_made();
     NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc, batch_set != nullptr ? &anchors_ : nullptr));
-    if (batch_set != nullptr) NEARDUP_RETURN_IF_ERROR(batch_set->Insert(sequence, WithAnchors(doc, anchors_)));
+    if (batch_set != nullptr) {
+      NEARDUP_RETURN_IF_ERROR(batch_set->Insert(sequence, WithAnchors(doc, anchors_)));
+      // Insert adds the document under anchors_ only, so any stop key it
+      // made is among them (and their slots are in the cache).
+      if (set_->stop_keys_made() != stops) NoteNewStops();
+    }
     ++stats_.kept;
   }
   if (!doc.has_features) ++stats_.without_features;

@@ -206,6 +206,9 @@ class Deduplicator {
   // indexed it under).
   Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match,
                               NearDupSet* batch_set);
+  // Adds to new_stops_ those of anchors_ (the last kept document's) that are
+  // stop keys of set_ now.
+  void NoteNewStops();
   // batch_set_'s view of `doc`: its anchors replaced by `anchors`.
   const DocSignature& WithAnchors(const DocSignature& doc, const std::vector<uint32_t>& anchors);
 
@@ -224,6 +227,8 @@ class Deduplicator {
   std::unique_ptr<NearDupSet> batch_set_;
   DocSignature view_;
   std::vector<uint32_t> anchors_;
+  // The anchors that became stop keys of set_ during the slice, sorted.
+  std::vector<uint32_t> new_stops_;
 };
 
 }  // namespace neardup
