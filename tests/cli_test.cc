@@ -578,7 +578,11 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   }
   for (const char* delay : {"0.01", "0.03", "0.06", "0.1"}) {
     clean();
-    std::system(("timeout -s KILL " + std::string(delay) + " " + cli + args).c_str());
+    // --foreground: timeout kills only the run and waits for it. Without it,
+    // timeout SIGKILLs its whole process group, itself included, and returned
+    // while the run was still exiting with DIR/lock held: the resume below
+    // was then refused as "in use by another run" (seen in CI, 2026-11-27).
+    std::system(("timeout --foreground -s KILL " + std::string(delay) + " " + cli + args).c_str());
     expect_same(std::string("SIGKILL after ") + delay + " s");
   }
   // Another run's checkpoint, or a finished input changed, is refused.
