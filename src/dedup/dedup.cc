@@ -95,34 +95,36 @@ Status Deduplicator::ProbeBatch(std::span<const DocSignature> sigs,
   return failed;
 }
 
-// Most of a decision is the search of the documents kept before the batch,
-// which needs no other decision of the batch: it runs on all threads. Then,
-// in order, each document searches only the batch's kept documents (a small
-// set of their own) and NearDupSet::Combine gives the sequential answer; a
+// A decision is a search of the documents kept before the document. On
+// several threads a batch is decided in slices: first, on all threads, each
+// document of the slice searches the documents kept before the slice and
+// finds its candidates among the slice's earlier documents
+// (NearDupSet::SliceCandidates); then, in order, it picks the best of them
+// that were kept, and NearDupSet::Combine gives the sequential answer. A
 // document one of whose probed anchors became a stop key meanwhile is
-// searched whole instead (NearDupSet's contract). That in-order half grows
-// with the batch (more kept since it began, more new stop keys), so a batch
-// is decided in slices of kDecideSlice: on the short corpus the in-order
-// half took 1.43 s of 200,000 documents' decisions in slices of 4,096 and
-// 0.87 s in slices of 512 (docs/BENCHMARKS.md, the batch job's threads).
+// searched whole instead (NearDupSet's contract). The slice bounds how stale the first
+// search gets (more kept since it began, more new stop keys) and the pairs
+// the second weighs (quadratic in the slice: its fingerprint scan).
 Status Deduplicator::DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out,
                                      int threads, std::span<const std::optional<DuplicateMatch>> priors) {
   constexpr size_t kDecideSlice = 512;
   for (size_t begin = 0; begin < sigs.size(); begin += kDecideSlice) {
     const size_t end = std::min(sigs.size(), begin + kDecideSlice);
-    NEARDUP_RETURN_IF_ERROR(SearchOlder(sigs, begin, end, threads));
+    NEARDUP_RETURN_IF_ERROR(SearchSlice(sigs, begin, end, threads));
     NEARDUP_RETURN_IF_ERROR(DecideInOrder(sigs, begin, end, out, priors));
   }
   return Status::OK();
 }
 
-// older_[i] and probed_[i] for sigs[begin, end), on all threads.
-Status Deduplicator::SearchOlder(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads) {
-  older_.assign(end - begin, std::nullopt);
-  probed_.resize(end - begin);
+// older_[i], probed_[i] and slice_ for sigs[begin, end), on all threads.
+Status Deduplicator::SearchSlice(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads) {
+  const size_t n = end - begin;
+  older_.assign(n, std::nullopt);
+  probed_.resize(n);
+  slice_.Reset(*set_, n, next_sequence_);
   std::mutex mu;
   Status failed;
-  ParallelFor(end - begin, threads, [&](size_t from, size_t to) {
+  ParallelFor(n, threads, [&](size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
       if (Status st = set_->FindDuplicate(sigs[begin + i], &older_[i]); !st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
@@ -131,19 +133,20 @@ Status Deduplicator::SearchOlder(std::span<const DocSignature> sigs, size_t begi
       }
       // After the search: it has brought the anchors' slots into the cache.
       set_->ProbedAnchors(sigs[begin + i], &probed_[i]);
+      slice_.Prepare(i, sigs[begin + i]);
     }
   });
-  return failed;
+  NEARDUP_RETURN_IF_ERROR(failed);
+  slice_.Index();
+  ParallelFor(n, threads, [&](size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j) slice_.Find(j, probed_[j]);
+  });
+  return Status::OK();
 }
 
 Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end,
                                    std::vector<DedupDecision>* out,
                                    std::span<const std::optional<DuplicateMatch>> priors) {
-  NearDupOptions batch_options = set_->options();
-  batch_options.sketch_dir.clear();
-  // Its documents bring the anchors set_ indexed for them; stop keys are set_'s.
-  batch_options.recheck.anchor_max_postings = kMaxAnchorPostings;
-  NEARDUP_ASSIGN_OR_RETURN(batch_set_, NearDupSet::Create(batch_options));
   new_stops_.clear();
   // The probed anchors were live when the slice began: one is a stop key
   // now iff a kept document of the slice made it one (Apply lists those).
@@ -155,12 +158,11 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
     if (!new_stops_.empty() && std::any_of(probed.begin(), probed.end(), stopped)) {
       NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
     } else {
-      std::optional<DuplicateMatch> newer;
-      if (batch_set_->size() != 0) NEARDUP_RETURN_IF_ERROR(batch_set_->FindDuplicate(WithAnchors(doc, probed), &newer));
-      match = set_->Combine(doc, older_[i - begin], newer);
+      match = set_->Combine(doc, older_[i - begin], slice_.Best(i - begin, probed));
     }
     if (!priors.empty()) match = set_->Combine(doc, priors[i], match);
-    NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, batch_set_.get()));
+    NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, true));
+    if (!(*out)[i].duplicate) slice_.Kept(i - begin, anchors_);
   }
   return Status::OK();
 }
@@ -171,12 +173,6 @@ void Deduplicator::NoteNewStops() {
     auto at = std::lower_bound(new_stops_.begin(), new_stops_.end(), a);
     if (at == new_stops_.end() || *at != a) new_stops_.insert(at, a);
   }
-}
-
-const DocSignature& Deduplicator::WithAnchors(const DocSignature& doc, const std::vector<uint32_t>& anchors) {
-  view_ = doc;
-  view_.sketch.anchors = anchors;
-  return view_;
 }
 
 Status Deduplicator::AddKept(const DocSignature& doc) { return AddKeptAt(next_sequence_, doc); }
@@ -198,11 +194,11 @@ Result<DedupDecision> Deduplicator::ProcessSignature(const DocSignature& doc) { 
 Result<DedupDecision> Deduplicator::Decide(const DocSignature& doc, const std::optional<DuplicateMatch>& prior) {
   std::optional<DuplicateMatch> match;
   NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
-  return Apply(doc, set_->Combine(doc, prior, match), nullptr);
+  return Apply(doc, set_->Combine(doc, prior, match), false);
 }
 
 Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match,
-                                          NearDupSet* batch_set) {
+                                          bool in_slice) {
   const uint64_t sequence = next_sequence_;
   DedupDecision decision;
   decision.has_features = doc.has_features;
@@ -217,13 +213,10 @@ Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::op
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.
     const uint64_t stops = set_->stop_keys_made();
-    NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc, batch_set != nullptr ? &anchors_ : nullptr));
-    if (batch_set != nullptr) {
-      NEARDUP_RETURN_IF_ERROR(batch_set->Insert(sequence, WithAnchors(doc, anchors_)));
-      // Insert adds the document under anchors_ only, so any stop key it
-      // made is among them (and their slots are in the cache).
-      if (set_->stop_keys_made() != stops) NoteNewStops();
-    }
+    NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc, in_slice ? &anchors_ : nullptr));
+    // Insert adds the document under anchors_ only, so any stop key it made
+    // is among them (and their slots are in the cache).
+    if (in_slice && set_->stop_keys_made() != stops) NoteNewStops();
     ++stats_.kept;
   }
   if (!doc.has_features) ++stats_.without_features;

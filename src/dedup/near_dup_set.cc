@@ -10,6 +10,7 @@
 #include "dedup/anchor_table.h"
 #include "dedup/bucket_counts.h"
 #include "dedup/sketch_arena.h"
+#include "dedup/sketch_record.h"
 #include "neardup/dedup/setting.h"
 #include "util/hash.h"
 #include "util/segmented_table.h"
@@ -47,23 +48,11 @@ using SketchTable = internal::SegmentedTable<SketchSlot, SketchSlotOps>;
 }  // namespace near_dup_set_internal
 using namespace near_dup_set_internal;
 using internal::SketchArena;
+using namespace sketch_record;
 
 namespace {
 
 int LargestRadius(const NearDupOptions& o) { return o.recheck.enabled ? std::max(o.k, o.recheck.short_k) : o.k; }
-
-// Record layout in the sketch arena.
-// [id low, id high, num_chars, num_shingles, fp low, fp high, n, a, mins[n],
-// anchors[a]]: a is the number of anchors the document was added under (for
-// Remove); the id lets a chunk's evacuation find the record's slot.
-constexpr size_t kRecIdLo = 0, kRecIdHi = 1, kRecChars = 2, kRecShingles = 3, kRecFpLo = 4, kRecFpHi = 5,
-                 kRecCount = 6, kRecAnchors = 7, kRecHeader = 8;
-constexpr size_t kMaxRecordWords = kRecHeader + kSketchSize + kAnchorCount;
-
-size_t RecordSize(const uint32_t* rec) { return kRecHeader + rec[kRecCount] + rec[kRecAnchors]; }
-
-// The exact match is listed apart (first); the others rank by the pair rule.
-MatchRank RankOf(const DuplicateMatch& m) { return MatchRank{false, m.similarity, m.distance, m.id}; }
 
 // Buffers for the records one FindDuplicate reads from a file arena: a
 // deque, so the ones handed out stay put while more are added.
@@ -81,33 +70,6 @@ class RecordBuffers {
 };
 thread_local RecordBuffers t_record_buffers;
 
-// An exact test that rules a pair out before its record is read: the pair
-// rule's own size test (|A| < t·|B|), and, when both texts' whole n-gram
-// hash sets are in their sketches (the exact similarity), a bound I on
-// |A ∩ B| from hash-partitioned counts (bucket_counts.h), so
-// J <= I / (|A| + |B| - I). A pair it rejects has similarity below the threshold, so the
-// decision is the one the records would give (oracle tests: near_dup_oracle_test.cc).
-struct RecordFilter {
-  bool on = false;          // the re-check decides and the document has a sketch
-  uint32_t shingles = 0;    // |A|
-  bool complete = false;    // A is whole in its sketch
-  uint64_t counts = 0;      // A's bucket counts (complete only)
-  double threshold = 0;
-
-  // True if a kept text with `kept` shingles and these counts cannot reach
-  // the threshold.
-  bool Rejects(uint32_t kept, bool kept_complete, uint64_t kept_counts) const {
-    if (!on || kept == 0) return false;
-    if (ShingleCountsRuleOut(threshold, shingles, kept)) return true;  // DecidePair's first test, exactly
-    if (!complete || !kept_complete) return false;
-    uint32_t bound = 0;
-    if (!internal::SharedBucketBound(counts, kept_counts, &bound)) return false;
-    const double union_low = static_cast<double>(shingles) + kept - bound;
-    // A margin keeps a rounding difference from ever rejecting a pair at
-    // exactly the threshold.
-    return static_cast<double>(bound) < (threshold - 1e-9) * union_low;
-  }
-};
 // The filter of the document a FindDuplicate on this thread is deciding.
 thread_local RecordFilter t_filter;
 
@@ -124,9 +86,8 @@ class NearDupSet::Tables {
   // are at most kMaxRecordWords < 2^9 words, so a place is never the empty
   // mark) and its text's distinct n-gram count (15 bits, saturated), for
   // RecordFilter.
-  static constexpr uint32_t kShinglesUnknown = (1u << 15) - 1;
   static uint64_t Place(uint64_t offset, size_t words, uint32_t shingles) {
-    return offset << 24 | uint64_t{words} << 15 | std::min(shingles, kShinglesUnknown);
+    return offset << 24 | uint64_t{words} << 15 | SlotShingles(shingles);
   }
   static uint64_t OffsetOf(uint64_t place) { return place >> 24; }
   static size_t WordsOf(uint64_t place) { return (place >> 15) & 511; }
@@ -155,9 +116,7 @@ class NearDupSet::Tables {
     *rejected = false;
     const auto* s = SketchSlot(id);
     if (s == nullptr) return Status::OK();
-    const uint32_t kept = ShinglesOf(s->value);
-    if (kept != kShinglesUnknown && filter.shingles < kShinglesUnknown &&
-        filter.Rejects(kept, kept <= kSketchSize, s->counts)) {
+    if (SlotRejected(filter, ShinglesOf(s->value), s->counts)) {
       *rejected = true;
       return Status::OK();
     }
@@ -239,14 +198,7 @@ Status NearDupSet::FindDuplicate(const DocSignature& doc, std::optional<Duplicat
   if (all) all->clear();
   t_record_buffers.Reset();
   const RecheckOptions& r = options_.recheck;
-  t_filter = RecordFilter{};
-  if (r.enabled && doc.has_sketch()) {
-    t_filter.on = true;
-    t_filter.shingles = doc.sketch.num_shingles;
-    t_filter.complete = doc.sketch.complete();
-    if (t_filter.complete) t_filter.counts = internal::BucketCounts(doc.sketch.mins.data(), doc.sketch.mins.size());
-    t_filter.threshold = r.threshold;
-  }
+  t_filter = FilterFor(r, doc);
   const bool sketches = doc.has_sketch() && t_->sketch_slot.size() != 0;
   const bool use_anchors = r.enabled && r.anchors > 0 && sketches;
   // The anchor slots are random reads: request them all before the first.
@@ -418,7 +370,7 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_
   // and then nothing of the document may stay.
   std::array<uint32_t, kMaxRecordWords> rec;
   const bool sketch = KeepsSketch(doc);
-  const size_t words = sketch ? MakeRecord(id, doc, rec.data()) : 0;
+  const size_t words = sketch ? MakeRecord(id, doc, rec.data(), IndexedAnchorCount()) : 0;
   uint64_t offset = 0;
   if (sketch) NEARDUP_RETURN_IF_ERROR(t_->arena->Append(rec.data(), words, &offset));
   if (doc.has_features) {
@@ -434,9 +386,8 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_
   const uint32_t* anchors = rec.data() + kRecHeader + rec[kRecCount];
   for (uint32_t i = 0; i < rec[kRecAnchors]; ++i) t_->anchors.Add(anchors[i], id, cap);
   if (indexed != nullptr) indexed->assign(anchors, anchors + rec[kRecAnchors]);
-  const uint64_t counts = doc.sketch.complete() ? internal::BucketCounts(doc.sketch.mins.data(), doc.sketch.mins.size()) : 0;
   t_->sketch_slot.Insert(Murmur3Fmix64(id),
-                         SketchSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles), counts});
+                         SketchSlot{id, Tables::Place(offset, words, doc.sketch.num_shingles), SlotCounts(doc)});
   return Status::OK();
 }
 
@@ -445,7 +396,7 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_
 // SetPolicy() can turn them on: the first `anchors` non-stop ones (at least
 // the default number). Anchors are distinct, so adding one cannot make a
 // later one a stop key: choosing them all before adding any is the same.
-size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const {
+size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors) const {
   const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
   rec[kRecIdLo] = static_cast<uint32_t>(id);
   rec[kRecIdHi] = static_cast<uint32_t>(id >> 32);
@@ -455,7 +406,7 @@ size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) 
   rec[kRecFpHi] = static_cast<uint32_t>(doc.fingerprint >> 32);
   rec[kRecCount] = static_cast<uint32_t>(n);
   std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec + kRecHeader);
-  const uint32_t added = FirstLiveAnchors(doc, IndexedAnchorCount(), rec + kRecHeader + n);
+  const uint32_t added = FirstLiveAnchors(doc, anchors, rec + kRecHeader + n);
   rec[kRecAnchors] = added;
   return kRecHeader + n + added;
 }

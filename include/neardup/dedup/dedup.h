@@ -196,21 +196,18 @@ class Deduplicator {
   // ProcessBatch's decisions on several threads (dedup.cc).
   Status DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out, int threads,
                          std::span<const std::optional<DuplicateMatch>> priors);
-  Status SearchOlder(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads);
+  Status SearchSlice(std::span<const DocSignature> sigs, size_t begin, size_t end, int threads);
   Status DecideInOrder(std::span<const DocSignature> sigs, size_t begin, size_t end, std::vector<DedupDecision>* out,
                        std::span<const std::optional<DuplicateMatch>> priors);
   // ProcessSignature with an earlier answer (DecideBatch's priors).
   Result<DedupDecision> Decide(const DocSignature& doc, const std::optional<DuplicateMatch>& prior);
   // The decision for `doc` given its match: counts it and, when it is kept,
-  // inserts it (also into batch_set when given, under the anchors set_
-  // indexed it under).
-  Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match,
-                              NearDupSet* batch_set);
+  // inserts it (in a slice: keeping the anchors set_ indexed it under in
+  // anchors_, and the stop keys that made in new_stops_).
+  Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match, bool in_slice);
   // Adds to new_stops_ those of anchors_ (the last kept document's) that are
   // stop keys of set_ now.
   void NoteNewStops();
-  // batch_set_'s view of `doc`: its anchors replaced by `anchors`.
-  const DocSignature& WithAnchors(const DocSignature& doc, const std::vector<uint32_t>& anchors);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;
@@ -219,13 +216,12 @@ class Deduplicator {
   uint64_t next_sequence_ = 0;
   DedupStats stats_;
   std::vector<DocSignature> sigs_;  // scratch
-  // DecideOnThreads' scratch: each document's answer from the documents kept
-  // before the batch and the anchors it probed then; the batch's kept
-  // documents.
+  // DecideOnThreads' scratch, per document of the slice: its answer from the
+  // documents kept before the slice, the anchors it probed then, its
+  // candidates among the slice's earlier documents, and whether it was kept.
   std::vector<std::optional<DuplicateMatch>> older_;
   std::vector<std::vector<uint32_t>> probed_;
-  std::unique_ptr<NearDupSet> batch_set_;
-  DocSignature view_;
+  NearDupSet::SliceCandidates slice_;
   std::vector<uint32_t> anchors_;
   // The anchors that became stop keys of set_ during the slice, sorted.
   std::vector<uint32_t> new_stops_;

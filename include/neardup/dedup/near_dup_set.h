@@ -50,6 +50,10 @@
 
 namespace neardup {
 
+namespace sketch_record {
+struct RecordFilter;  // src/dedup/sketch_record.h
+}
+
 class NearDupSet {
  public:
   // kInvalidArgument for k out of range or bad index options; kIOError if
@@ -66,16 +70,19 @@ class NearDupSet {
   Status FindDuplicate(const DocSignature& doc, std::optional<DuplicateMatch>* best,
                        std::vector<DuplicateMatch>* all = nullptr) const;
 
-  // Deciding a batch on several threads (Deduplicator::ProcessBatch) splits
-  // FindDuplicate in two: a search of this set as it was before the batch,
-  // which runs for many documents at once, and, in order, a search of a
-  // small set holding only the documents kept since, whose anchors are those
-  // this set indexed for them (Insert's `indexed`) and whose queries probe those
-  // this set would probe (ProbedAnchors). Combine gives FindDuplicate's
-  // answer over both as long as none of the query's probed anchors became a
-  // stop key in between (stop_keys_made() unchanged, or IsStopKey false for
-  // each); otherwise the caller searches this set whole.
-  //
+  // Deciding a batch on several threads (Deduplicator::DecideBatch) splits
+  // FindDuplicate in two, both run for many documents at once: a search of
+  // this set as it was before a slice of the batch, and SliceCandidates,
+  // each document's accepted candidates among the slice's earlier documents.
+  // In order, SliceCandidates::Best gives the answer over the slice's kept
+  // documents and Combine the answer over both, which is FindDuplicate's as
+  // long as none of the query's probed anchors became a stop key in between
+  // (stop_keys_made() unchanged, or IsStopKey false for each) and every kept
+  // document of the slice was indexed under the anchors SliceCandidates
+  // assumed (SliceCandidates::SameIndexed); otherwise the caller searches
+  // this set whole.
+  class SliceCandidates;
+
   // The first recheck.anchors of doc's anchors that are not stop keys here:
   // the ones FindDuplicate(doc) probes now (none when it probes none).
   void ProbedAnchors(const DocSignature& doc, std::vector<uint32_t>* out) const;
@@ -133,6 +140,7 @@ class NearDupSet {
   const HammingIndex& index() const { return *index_; }
 
  private:
+  friend class SliceCandidates;
   NearDupSet(const NearDupOptions& options, std::unique_ptr<HammingIndex> index);
   // Whether a fingerprint candidate is a real duplicate (re-check stage);
   // fills the match's similarity.
@@ -154,7 +162,8 @@ class NearDupSet {
                     const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
                     std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
-  size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec) const;
+  // With the first `anchors` live ones (Insert: IndexedAnchorCount).
+  size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors) const;
   size_t IndexedAnchorCount() const;
   // The first m of doc's anchors that are not stop keys, into out
   // (kAnchorCount); returns how many.
@@ -169,6 +178,85 @@ class NearDupSet {
   class Tables;
   std::unique_ptr<Tables> t_;
   size_t size_ = 0;
+};
+
+// The candidates of a slice's documents among each other, found before the
+// slice is decided (NearDupSet's comment above). Use, per slice:
+//   Reset(set, n, first_id);
+//   Prepare(i, doc) for every i < n       any thread, concurrently
+//   Index();                              once
+//   Find(j, probed) for every j < n       any thread, concurrently
+//   then for j = 0, 1, ... in order: Best(j, probed), and Kept(j, indexed)
+//   when document j is kept
+// Document i of the slice gets id first_id + i if kept; `probed` are its
+// ProbedAnchors at Prepare, `indexed` the anchors Insert indexed it under.
+// `doc` must outlive the slice's use; `set` must not change between Reset
+// and the last Find. Best(j, probed) is FindDuplicate's answer over a set
+// holding exactly the documents i < j that were Kept, each indexed under its
+// `indexed` anchors, searched with `probed` as the probed anchors.
+class NearDupSet::SliceCandidates {
+ public:
+  void Reset(const NearDupSet& set, size_t n, DocId first_id);
+  void Prepare(size_t i, const DocSignature& doc);
+  void Index();
+  void Find(size_t j, const std::vector<uint32_t>& probed);
+  std::optional<DuplicateMatch> Best(size_t j, const std::vector<uint32_t>& probed) const;
+  void Kept(size_t i, const std::vector<uint32_t>& indexed);
+
+ private:
+  // An accepted candidate: its slice index, whether only an anchor found it
+  // (so it counts only if its indexed anchors meet the probed ones), and
+  // the match.
+  struct Found {
+    uint32_t i;
+    bool by_anchor_only;
+    DuplicateMatch match;
+  };
+  // A multimap key -> slice index, built per slice in O(n): each key's
+  // entries form a chain from its bucket, newest first.
+  class Chains {
+   public:
+    void Reset(size_t expected);
+    void Add(uint64_t key, uint32_t i);
+    // fn(i) for every entry of `key`, in descending i.
+    template <typename Fn>
+    void ForEach(uint64_t key, Fn&& fn) const;
+
+   private:
+    struct Entry {
+      uint64_t key;
+      uint32_t i;
+      uint32_t next;
+    };
+    std::vector<uint32_t> heads_;
+    std::vector<Entry> entries_;
+  };
+
+  const uint32_t* Record(size_t i) const { return records_.data() + i * record_words_; }
+  // The record FindDuplicate would read for candidate i (null: none kept),
+  // or *rejected when the record filter rules the pair out.
+  const uint32_t* Load(size_t i, const sketch_record::RecordFilter& filter, bool* rejected) const;
+  void FindExact(size_t j, const sketch_record::RecordFilter& filter);
+  // Candidates i < j, each as 2 * i + (found by an anchor only).
+  void NearCandidates(size_t j, const std::vector<uint32_t>& probed, std::vector<uint32_t>* out) const;
+
+  const NearDupSet* set_ = nullptr;
+  DocId first_id_ = 0;
+  size_t record_words_ = 0;
+  std::vector<const DocSignature*> docs_;
+  // As kept in the arena, but with every anchor live at Prepare (the ones
+  // Insert will index are among them: stop keys only grow).
+  std::vector<uint32_t> records_;
+  std::vector<uint8_t> keeps_;          // KeepsSketch
+  std::vector<uint64_t> counts_;        // the sketch slot's bucket counts
+  std::vector<uint64_t> fingerprints_;  // the scan's input, packed
+  std::vector<uint8_t> features_;       // has_features
+  Chains by_anchor_;
+  Chains by_hash_;  // content_hash
+  std::vector<std::vector<Found>> exact_;  // per j: the exact step's passing candidates, ascending i
+  std::vector<std::vector<Found>> near_;   // per j: the other accepted candidates
+  std::vector<uint8_t> kept_;
+  std::vector<std::vector<uint32_t>> indexed_;  // per kept i
 };
 
 }  // namespace neardup
