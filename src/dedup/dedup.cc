@@ -161,7 +161,8 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
       match = set_->Combine(doc, older_[i - begin], slice_.Best(i - begin, probed));
     }
     if (!priors.empty()) match = set_->Combine(doc, priors[i], match);
-    NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, true));
+    const bool live = !match && slice_.LiveAnchors(i - begin, new_stops_, &live_);
+    NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, true, live ? &live_ : nullptr));
     if (!(*out)[i].duplicate) slice_.Kept(i - begin, anchors_);
   }
   return Status::OK();
@@ -198,7 +199,7 @@ Result<DedupDecision> Deduplicator::Decide(const DocSignature& doc, const std::o
 }
 
 Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match,
-                                          bool in_slice) {
+                                          bool in_slice, const std::vector<uint32_t>* live) {
   const uint64_t sequence = next_sequence_;
   DedupDecision decision;
   decision.has_features = doc.has_features;
@@ -213,7 +214,7 @@ Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::op
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.
     const uint64_t stops = set_->stop_keys_made();
-    NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc, in_slice ? &anchors_ : nullptr));
+    NEARDUP_RETURN_IF_ERROR(set_->Insert(sequence, doc, in_slice ? &anchors_ : nullptr, live));
     // Insert adds the document under anchors_ only, so any stop key it made
     // is among them (and their slots are in the cache).
     if (in_slice && set_->stop_keys_made() != stops) NoteNewStops();

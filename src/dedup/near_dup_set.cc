@@ -355,7 +355,8 @@ bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
          doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
 }
 
-Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed) {
+Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed,
+                          const std::vector<uint32_t>* live) {
   if (indexed != nullptr) indexed->clear();
   if (id > kMaxDocId) return Status::InvalidArgument("ids must be below 2^63 - 1, got " + std::to_string(id));
   if (!doc.has_features) {
@@ -370,7 +371,7 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_
   // and then nothing of the document may stay.
   std::array<uint32_t, kMaxRecordWords> rec;
   const bool sketch = KeepsSketch(doc);
-  const size_t words = sketch ? MakeRecord(id, doc, rec.data(), IndexedAnchorCount()) : 0;
+  const size_t words = sketch ? MakeRecord(id, doc, rec.data(), IndexedAnchorCount(), live) : 0;
   uint64_t offset = 0;
   if (sketch) NEARDUP_RETURN_IF_ERROR(t_->arena->Append(rec.data(), words, &offset));
   if (doc.has_features) {
@@ -396,7 +397,8 @@ Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_
 // SetPolicy() can turn them on: the first `anchors` non-stop ones (at least
 // the default number). Anchors are distinct, so adding one cannot make a
 // later one a stop key: choosing them all before adding any is the same.
-size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors) const {
+size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors,
+                              const std::vector<uint32_t>* live) const {
   const size_t n = std::min(doc.sketch.mins.size(), kSketchSize);
   rec[kRecIdLo] = static_cast<uint32_t>(id);
   rec[kRecIdHi] = static_cast<uint32_t>(id >> 32);
@@ -406,7 +408,13 @@ size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, 
   rec[kRecFpHi] = static_cast<uint32_t>(doc.fingerprint >> 32);
   rec[kRecCount] = static_cast<uint32_t>(n);
   std::copy(doc.sketch.mins.begin(), doc.sketch.mins.begin() + static_cast<std::ptrdiff_t>(n), rec + kRecHeader);
-  const uint32_t added = FirstLiveAnchors(doc, anchors, rec + kRecHeader + n);
+  uint32_t added = 0;
+  if (live != nullptr) {
+    added = static_cast<uint32_t>(std::min(anchors, live->size()));
+    std::copy(live->begin(), live->begin() + added, rec + kRecHeader + n);
+  } else {
+    added = FirstLiveAnchors(doc, anchors, rec + kRecHeader + n);
+  }
   rec[kRecAnchors] = added;
   return kRecHeader + n + added;
 }

@@ -180,4 +180,16 @@ void NearDupSet::SliceCandidates::Kept(size_t i, const std::vector<uint32_t>& in
   indexed_[i] = indexed;
 }
 
+bool NearDupSet::SliceCandidates::LiveAnchors(size_t i, const std::vector<uint32_t>& stopped,
+                                              std::vector<uint32_t>* out) const {
+  if (!keeps_[i] || docs_[i]->sketch.anchors.size() > kAnchorCount) return false;
+  const uint32_t* rec = Record(i);
+  const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
+  out->clear();
+  for (uint32_t a = 0; a < rec[kRecAnchors]; ++a) {
+    if (!std::binary_search(stopped.begin(), stopped.end(), anchors[a])) out->push_back(anchors[a]);
+  }
+  return true;
+}
+
 }  // namespace neardup

@@ -203,8 +203,10 @@ class Deduplicator {
   Result<DedupDecision> Decide(const DocSignature& doc, const std::optional<DuplicateMatch>& prior);
   // The decision for `doc` given its match: counts it and, when it is kept,
   // inserts it (in a slice: keeping the anchors set_ indexed it under in
-  // anchors_, and the stop keys that made in new_stops_).
-  Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match, bool in_slice);
+  // anchors_, and the stop keys that made in new_stops_); `live` is
+  // NearDupSet::Insert's.
+  Result<DedupDecision> Apply(const DocSignature& doc, const std::optional<DuplicateMatch>& match, bool in_slice,
+                              const std::vector<uint32_t>* live = nullptr);
   // Adds to new_stops_ those of anchors_ (the last kept document's) that are
   // stop keys of set_ now.
   void NoteNewStops();
@@ -223,6 +225,7 @@ class Deduplicator {
   std::vector<std::vector<uint32_t>> probed_;
   NearDupSet::SliceCandidates slice_;
   std::vector<uint32_t> anchors_;
+  std::vector<uint32_t> live_;
   // The anchors that became stop keys of set_ during the slice, sorted.
   std::vector<uint32_t> new_stops_;
 };

@@ -103,7 +103,10 @@ class NearDupSet {
   // file (NearDupOptions::sketch_dir), kStorageFull or kIOError when its
   // record cannot be written. On error nothing of the document is kept.
   // `indexed`, when given, receives the anchors it was indexed under.
-  Status Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed = nullptr);
+  // `live`, when given, must be doc's anchors that are not stop keys now, in
+  // order (SliceCandidates::LiveAnchors): it spares looking each one up.
+  Status Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed = nullptr,
+                const std::vector<uint32_t>* live = nullptr);
   // Removes a kept document (its content_hash, fingerprint and has_features
   // as inserted; the sketch is not needed). False if absent.
   bool Remove(DocId id, const DocSignature& doc);
@@ -162,8 +165,10 @@ class NearDupSet {
                     const std::vector<DocId>& exact_ids, std::optional<DuplicateMatch>* best,
                     std::vector<DuplicateMatch>* all) const;
   bool KeepsSketch(const DocSignature& doc) const;
-  // With the first `anchors` live ones (Insert: IndexedAnchorCount).
-  size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors) const;
+  // With the first `anchors` live ones (Insert: IndexedAnchorCount), taken
+  // from `live` when given (Insert's).
+  size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors,
+                    const std::vector<uint32_t>* live = nullptr) const;
   size_t IndexedAnchorCount() const;
   // The first m of doc's anchors that are not stop keys, into out
   // (kAnchorCount); returns how many.
@@ -202,6 +207,10 @@ class NearDupSet::SliceCandidates {
   void Find(size_t j, const std::vector<uint32_t>& probed);
   std::optional<DuplicateMatch> Best(size_t j, const std::vector<uint32_t>& probed) const;
   void Kept(size_t i, const std::vector<uint32_t>& indexed);
+  // Document i's anchors that are not stop keys once `stopped` (sorted) are,
+  // for Insert's `live`: false when not known here (no kept sketch, or more
+  // anchors than a record holds).
+  bool LiveAnchors(size_t i, const std::vector<uint32_t>& stopped, std::vector<uint32_t>* out) const;
 
  private:
   // An accepted candidate: its slice index, whether only an anchor found it
