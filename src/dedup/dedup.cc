@@ -101,7 +101,8 @@ Status Deduplicator::ProbeBatch(std::span<const DocSignature> sigs,
 // finds its candidates among the slice's earlier documents
 // (NearDupSet::SliceCandidates); then, in order, it picks the best of them
 // that were kept, and NearDupSet::Combine gives the sequential answer. A
-// document one of whose probed anchors became a stop key meanwhile is
+// document one of whose probed anchors became a stop key meanwhile, or any
+// after a kept one whose indexed anchors SliceCandidates did not cover, is
 // searched whole instead (NearDupSet's contract). The slice bounds how stale the first
 // search gets (more kept since it began, more new stop keys) and the pairs
 // the second weighs (quadratic in the slice: its fingerprint scan).
@@ -148,6 +149,7 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
                                    std::vector<DedupDecision>* out,
                                    std::span<const std::optional<DuplicateMatch>> priors) {
   new_stops_.clear();
+  bool whole = false;  // SliceCandidates::Kept said its answers end here
   // The probed anchors were live when the slice began: one is a stop key
   // now iff a kept document of the slice made it one (Apply lists those).
   auto stopped = [&](uint32_t a) { return std::binary_search(new_stops_.begin(), new_stops_.end(), a); };
@@ -155,7 +157,7 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
     const DocSignature& doc = sigs[i];
     const auto& probed = probed_[i - begin];
     std::optional<DuplicateMatch> match;
-    if (!new_stops_.empty() && std::any_of(probed.begin(), probed.end(), stopped)) {
+    if (whole || (!new_stops_.empty() && std::any_of(probed.begin(), probed.end(), stopped))) {
       NEARDUP_RETURN_IF_ERROR(set_->FindDuplicate(doc, &match));
     } else {
       match = set_->Combine(doc, older_[i - begin], slice_.Best(i - begin, probed));
@@ -163,7 +165,7 @@ Status Deduplicator::DecideInOrder(std::span<const DocSignature> sigs, size_t be
     if (!priors.empty()) match = set_->Combine(doc, priors[i], match);
     const bool live = !match && slice_.LiveAnchors(i - begin, new_stops_, &live_);
     NEARDUP_ASSIGN_OR_RETURN((*out)[i], Apply(doc, match, true, live ? &live_ : nullptr));
-    if (!(*out)[i].duplicate) slice_.Kept(i - begin, anchors_);
+    if (!(*out)[i].duplicate && !slice_.Kept(i - begin, anchors_)) whole = true;
   }
   return Status::OK();
 }

@@ -57,7 +57,7 @@ void NearDupSet::SliceCandidates::Prepare(size_t i, const DocSignature& doc) {
     rec[kRecAnchors] = 0;
     return;
   }
-  set_->MakeRecord(first_id_ + i, doc, rec, kAnchorCount);
+  set_->MakeRecord(first_id_ + i, doc, rec, std::min(kAnchorCount, set_->IndexedAnchorCount() + kMarginAnchors));
   counts_[i] = SlotCounts(doc);
 }
 
@@ -175,9 +175,14 @@ std::optional<DuplicateMatch> NearDupSet::SliceCandidates::Best(size_t j, const 
   return best;
 }
 
-void NearDupSet::SliceCandidates::Kept(size_t i, const std::vector<uint32_t>& indexed) {
+// Stop keys only grow, so the indexed anchors are a subsequence of those
+// live at Prepare; they are covered unless they reach past the record's.
+bool NearDupSet::SliceCandidates::Kept(size_t i, const std::vector<uint32_t>& indexed) {
   kept_[i] = 1;
   indexed_[i] = indexed;
+  const uint32_t* rec = Record(i);
+  const uint32_t* live = rec + kRecHeader + (keeps_[i] ? rec[kRecCount] : 0);
+  return indexed.empty() || std::find(live, live + rec[kRecAnchors], indexed.back()) != live + rec[kRecAnchors];
 }
 
 bool NearDupSet::SliceCandidates::LiveAnchors(size_t i, const std::vector<uint32_t>& stopped,
@@ -189,7 +194,10 @@ bool NearDupSet::SliceCandidates::LiveAnchors(size_t i, const std::vector<uint32
   for (uint32_t a = 0; a < rec[kRecAnchors]; ++a) {
     if (!std::binary_search(stopped.begin(), stopped.end(), anchors[a])) out->push_back(anchors[a]);
   }
-  return true;
+  // Known when the record holds all of the document's live anchors or
+  // enough of them for Insert.
+  return rec[kRecAnchors] < std::min(kAnchorCount, set_->IndexedAnchorCount() + kMarginAnchors) ||
+         out->size() >= set_->IndexedAnchorCount();
 }
 
 }  // namespace neardup

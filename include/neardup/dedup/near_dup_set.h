@@ -192,13 +192,16 @@ class NearDupSet {
 //   Index();                              once
 //   Find(j, probed) for every j < n       any thread, concurrently
 //   then for j = 0, 1, ... in order: Best(j, probed), and Kept(j, indexed)
-//   when document j is kept
+//   when document j is kept, until Kept returns false
 // Document i of the slice gets id first_id + i if kept; `probed` are its
 // ProbedAnchors at Prepare, `indexed` the anchors Insert indexed it under.
 // `doc` must outlive the slice's use; `set` must not change between Reset
 // and the last Find. Best(j, probed) is FindDuplicate's answer over a set
 // holding exactly the documents i < j that were Kept, each indexed under its
-// `indexed` anchors, searched with `probed` as the probed anchors.
+// `indexed` anchors, searched with `probed` as the probed anchors, as long
+// as every Kept so far returned true: Find looks a few anchors past the ones
+// Insert indexes at Prepare (kMarginAnchors), and Kept returns false when
+// the slice's new stop keys pushed a document's indexed anchors past them.
 class NearDupSet::SliceCandidates {
  public:
   void Reset(const NearDupSet& set, size_t n, DocId first_id);
@@ -206,7 +209,10 @@ class NearDupSet::SliceCandidates {
   void Index();
   void Find(size_t j, const std::vector<uint32_t>& probed);
   std::optional<DuplicateMatch> Best(size_t j, const std::vector<uint32_t>& probed) const;
-  void Kept(size_t i, const std::vector<uint32_t>& indexed);
+  [[nodiscard]] bool Kept(size_t i, const std::vector<uint32_t>& indexed);
+  // Anchors looked at past the indexed ones: enough for this many of a
+  // document's to become stop keys during its slice.
+  static constexpr size_t kMarginAnchors = 4;
   // Document i's anchors that are not stop keys once `stopped` (sorted) are,
   // for Insert's `live`: false when not known here (no kept sketch, or more
   // anchors than a record holds).
@@ -253,8 +259,7 @@ class NearDupSet::SliceCandidates {
   DocId first_id_ = 0;
   size_t record_words_ = 0;
   std::vector<const DocSignature*> docs_;
-  // As kept in the arena, but with every anchor live at Prepare (the ones
-  // Insert will index are among them: stop keys only grow).
+  // As kept in the arena, but with kMarginAnchors more live anchors.
   std::vector<uint32_t> records_;
   std::vector<uint8_t> keeps_;          // KeepsSketch
   std::vector<uint64_t> counts_;        // the sketch slot's bucket counts
