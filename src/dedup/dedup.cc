@@ -103,9 +103,9 @@ Status Deduplicator::ProbeBatch(std::span<const DocSignature> sigs,
 // that were kept, and NearDupSet::Combine gives the sequential answer. A
 // document one of whose probed anchors became a stop key meanwhile, or any
 // after a kept one whose indexed anchors SliceCandidates did not cover, is
-// searched whole instead (NearDupSet's contract). The slice bounds how stale the first
-// search gets (more kept since it began, more new stop keys) and the pairs
-// the second weighs (quadratic in the slice: its fingerprint scan).
+// searched whole instead (NearDupSet's contract). The slice bounds how stale
+// the first search gets (more kept since it began, more new stop keys) and
+// the pairs the second weighs (its fingerprint scan is quadratic in it).
 Status Deduplicator::DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out,
                                      int threads, std::span<const std::optional<DuplicateMatch>> priors) {
   constexpr size_t kDecideSlice = 512;
