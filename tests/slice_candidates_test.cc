@@ -87,7 +87,8 @@ size_t CheckAgainstOracle(const DedupOptions& options, uint64_t seed) {
     const DocId first_id = 1000 * round;
     NearDupSet::SliceCandidates slice;
     slice.Reset(*set.value(), docs.size(), first_id);
-    for (size_t i = 0; i < docs.size(); ++i) slice.Prepare(i, docs[i]);
+    std::vector<uint32_t> at_prepare;  // every anchor is live: checked in the test below
+    for (size_t i = 0; i < docs.size(); ++i) slice.Prepare(i, docs[i], &at_prepare);
     slice.Index();
     // Stop keys made during the slice: its most common anchors, as in a
     // real run, so that indexed and probed anchors reach past the first ones.
@@ -164,6 +165,49 @@ TEST(SliceCandidates, BestIsTheAnswerOfASetOfTheKeptDocuments) {
     size_t found = 0;
     for (int s = 0; s < 3; ++s) found += CheckAgainstOracle(options, seed++);
     EXPECT_GT(found, 200u);
+  }
+}
+
+// Prepare takes the probed anchors from the record it builds, which holds
+// the first live ones: they must be ProbedAnchors' answer on a set that has
+// stop keys, for documents with and without a kept sketch.
+TEST(SliceCandidates, PrepareGivesTheProbedAnchors) {
+  const Variant variants[] = {
+      {"default", [](DedupOptions*) {}},
+      {"anchors=3", [](DedupOptions* o) { o->recheck.anchors = 3; }},
+      {"anchors=0", [](DedupOptions* o) { o->recheck.anchors = 0; }},
+      {"sketch_max_chars=40", [](DedupOptions* o) { o->recheck.sketch_max_chars = 40; }},
+      {"re-check off", [](DedupOptions* o) { o->recheck.enabled = false; }},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    DedupOptions options;
+    v.set(&options);
+    options.recheck.anchor_max_postings = 3;  // many stop keys
+    auto dedup = Deduplicator::Create(options);
+    ASSERT_TRUE(dedup.ok());
+    NearDupOptions set_options;
+    set_options.recheck = options.recheck;
+    auto set = NearDupSet::Create(set_options);
+    ASSERT_TRUE(set.ok());
+    std::mt19937_64 rng(7);
+    DocId id = 0;
+    for (const std::string& t : Texts(rng, 400)) ASSERT_TRUE(set.value()->Insert(id++, dedup.value()->Signature(t)).ok());
+    ASSERT_GT(set.value()->stop_keys_made(), 10u);
+    std::vector<DocSignature> docs;
+    for (const std::string& t : Texts(rng, 200)) docs.push_back(dedup.value()->Signature(t));
+    NearDupSet::SliceCandidates slice;
+    slice.Reset(*set.value(), docs.size(), id);
+    size_t stopped_some = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      std::vector<uint32_t> got{12345};  // replaced, not appended to
+      std::vector<uint32_t> want;
+      slice.Prepare(i, docs[i], &got);
+      set.value()->ProbedAnchors(docs[i], &want);
+      EXPECT_EQ(got, want) << "doc " << i;
+      stopped_some += want != FirstNotIn(docs[i], {}, want.size());
+    }
+    if (options.recheck.enabled && options.recheck.anchors > 0) EXPECT_GT(stopped_some, 10u);
   }
 }
 

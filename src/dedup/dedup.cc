@@ -133,8 +133,7 @@ Status Deduplicator::SearchSlice(std::span<const DocSignature> sigs, size_t begi
         return;
       }
       // After the search: it has brought the anchors' slots into the cache.
-      set_->ProbedAnchors(sigs[begin + i], &probed_[i]);
-      slice_.Prepare(i, sigs[begin + i]);
+      slice_.Prepare(i, sigs[begin + i], &probed_[i]);
     }
   });
   NEARDUP_RETURN_IF_ERROR(failed);

@@ -49,16 +49,27 @@ void NearDupSet::SliceCandidates::Reset(const NearDupSet& set, size_t n, DocId f
   if (exact_.size() < n) exact_.resize(n), near_.resize(n), indexed_.resize(n);
 }
 
-void NearDupSet::SliceCandidates::Prepare(size_t i, const DocSignature& doc) {
+size_t NearDupSet::SliceCandidates::RecordAnchors() const {
+  return std::min(kAnchorCount, set_->IndexedAnchorCount() + kMarginAnchors);
+}
+
+void NearDupSet::SliceCandidates::Prepare(size_t i, const DocSignature& doc, std::vector<uint32_t>* probed) {
   docs_[i] = &doc;
   uint32_t* rec = records_.data() + i * record_words_;
   keeps_[i] = set_->KeepsSketch(doc);
   if (!keeps_[i]) {
     rec[kRecAnchors] = 0;
+    set_->ProbedAnchors(doc, probed);
     return;
   }
-  set_->MakeRecord(first_id_ + i, doc, rec, std::min(kAnchorCount, set_->IndexedAnchorCount() + kMarginAnchors));
+  set_->MakeRecord(first_id_ + i, doc, rec, RecordAnchors());
   counts_[i] = SlotCounts(doc);
+  // The record's anchors are the first live ones, at least as many as are
+  // probed (IndexedAnchorCount >= recheck.anchors): no second lookup.
+  const RecheckOptions& r = set_->options_.recheck;
+  const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
+  const size_t m = r.enabled && r.anchors > 0 ? std::min<size_t>(rec[kRecAnchors], static_cast<size_t>(r.anchors)) : 0;
+  probed->assign(anchors, anchors + m);
 }
 
 void NearDupSet::SliceCandidates::Index() {
@@ -66,7 +77,7 @@ void NearDupSet::SliceCandidates::Index() {
   fingerprints_.resize(n);
   features_.resize(n);
   by_hash_.Reset(n);
-  by_anchor_.Reset(n * kAnchorCount);
+  by_anchor_.Reset(n * RecordAnchors());
   for (uint32_t i = 0; i < n; ++i) {
     fingerprints_[i] = docs_[i]->fingerprint;
     features_[i] = docs_[i]->has_features;
@@ -187,7 +198,7 @@ bool NearDupSet::SliceCandidates::Kept(size_t i, const std::vector<uint32_t>& in
 
 bool NearDupSet::SliceCandidates::LiveAnchors(size_t i, const std::vector<uint32_t>& stopped,
                                               std::vector<uint32_t>* out) const {
-  if (!keeps_[i] || docs_[i]->sketch.anchors.size() > kAnchorCount) return false;
+  if (!keeps_[i]) return false;
   const uint32_t* rec = Record(i);
   const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
   out->clear();
@@ -196,8 +207,7 @@ bool NearDupSet::SliceCandidates::LiveAnchors(size_t i, const std::vector<uint32
   }
   // Known when the record holds all of the document's live anchors or
   // enough of them for Insert.
-  return rec[kRecAnchors] < std::min(kAnchorCount, set_->IndexedAnchorCount() + kMarginAnchors) ||
-         out->size() >= set_->IndexedAnchorCount();
+  return rec[kRecAnchors] < RecordAnchors() || out->size() >= set_->IndexedAnchorCount();
 }
 
 }  // namespace neardup

@@ -79,7 +79,7 @@ class NearDupSet {
   // long as none of the query's probed anchors became a stop key in between
   // (stop_keys_made() unchanged, or IsStopKey false for each) and every kept
   // document of the slice was indexed under the anchors SliceCandidates
-  // assumed (SliceCandidates::SameIndexed); otherwise the caller searches
+  // assumed (SliceCandidates::Kept); otherwise the caller searches
   // this set whole.
   class SliceCandidates;
 
@@ -188,13 +188,14 @@ class NearDupSet {
 // The candidates of a slice's documents among each other, found before the
 // slice is decided (NearDupSet's comment above). Use, per slice:
 //   Reset(set, n, first_id);
-//   Prepare(i, doc) for every i < n       any thread, concurrently
+//   Prepare(i, doc, &probed[i]) for i < n any thread, concurrently
 //   Index();                              once
 //   Find(j, probed) for every j < n       any thread, concurrently
 //   then for j = 0, 1, ... in order: Best(j, probed), and Kept(j, indexed)
 //   when document j is kept, until Kept returns false
 // Document i of the slice gets id first_id + i if kept; `probed` are its
-// ProbedAnchors at Prepare, `indexed` the anchors Insert indexed it under.
+// ProbedAnchors, as Prepare gives them, `indexed` the anchors Insert
+// indexed it under.
 // `doc` must outlive the slice's use; `set` must not change between Reset
 // and the last Find. Best(j, probed) is FindDuplicate's answer over a set
 // holding exactly the documents i < j that were Kept, each indexed under its
@@ -205,7 +206,8 @@ class NearDupSet {
 class NearDupSet::SliceCandidates {
  public:
   void Reset(const NearDupSet& set, size_t n, DocId first_id);
-  void Prepare(size_t i, const DocSignature& doc);
+  // Also gives ProbedAnchors(doc), from the record where it holds them.
+  void Prepare(size_t i, const DocSignature& doc, std::vector<uint32_t>* probed);
   void Index();
   void Find(size_t j, const std::vector<uint32_t>& probed);
   std::optional<DuplicateMatch> Best(size_t j, const std::vector<uint32_t>& probed) const;
@@ -248,6 +250,8 @@ class NearDupSet::SliceCandidates {
   };
 
   const uint32_t* Record(size_t i) const { return records_.data() + i * record_words_; }
+  // How many live anchors a record holds: the indexed ones and the margin.
+  size_t RecordAnchors() const;
   // The record FindDuplicate would read for candidate i (null: none kept),
   // or *rejected when the record filter rules the pair out.
   const uint32_t* Load(size_t i, const sketch_record::RecordFilter& filter, bool* rejected) const;
