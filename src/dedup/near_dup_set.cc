@@ -432,10 +432,14 @@ uint32_t NearDupSet::FirstLiveAnchors(const DocSignature& doc, size_t m, uint32_
   return n;
 }
 
+size_t NearDupSet::ProbedAnchorCount(const DocSignature& doc) const {
+  const bool probes = options_.recheck.enabled && options_.recheck.anchors > 0 && doc.has_sketch();
+  return probes ? static_cast<size_t>(options_.recheck.anchors) : 0;
+}
+
 void NearDupSet::ProbedAnchors(const DocSignature& doc, std::vector<uint32_t>* out) const {
   out->resize(kAnchorCount);
-  const bool probes = options_.recheck.enabled && options_.recheck.anchors > 0 && doc.has_sketch();
-  out->resize(probes ? FirstLiveAnchors(doc, static_cast<size_t>(options_.recheck.anchors), out->data()) : 0);
+  out->resize(FirstLiveAnchors(doc, ProbedAnchorCount(doc), out->data()));
 }
 
 bool NearDupSet::IsStopKey(uint32_t anchor) const { return t_->anchors.IsStop(anchor); }

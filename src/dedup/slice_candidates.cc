@@ -66,10 +66,8 @@ void NearDupSet::SliceCandidates::Prepare(size_t i, const DocSignature& doc, std
   counts_[i] = SlotCounts(doc);
   // The record's anchors are the first live ones, at least as many as are
   // probed (IndexedAnchorCount >= recheck.anchors): no second lookup.
-  const RecheckOptions& r = set_->options_.recheck;
   const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
-  const size_t m = r.enabled && r.anchors > 0 ? std::min<size_t>(rec[kRecAnchors], static_cast<size_t>(r.anchors)) : 0;
-  probed->assign(anchors, anchors + m);
+  probed->assign(anchors, anchors + std::min<size_t>(rec[kRecAnchors], set_->ProbedAnchorCount(doc)));
 }
 
 void NearDupSet::SliceCandidates::Index() {

@@ -170,6 +170,9 @@ class NearDupSet {
   size_t MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, size_t anchors,
                     const std::vector<uint32_t>* live = nullptr) const;
   size_t IndexedAnchorCount() const;
+  // How many live anchors FindDuplicate(doc) probes (ProbedAnchors' count):
+  // recheck.anchors, or 0 when it probes none.
+  size_t ProbedAnchorCount(const DocSignature& doc) const;
   // The first m of doc's anchors that are not stop keys, into out
   // (kAnchorCount); returns how many.
   uint32_t FirstLiveAnchors(const DocSignature& doc, size_t m, uint32_t* out) const;
