@@ -342,7 +342,9 @@ TEST_F(CliTest, BadLinesAndStopsIdenticalForAnyThreadCount) {
       if (reference[stop].empty()) {
         reference[stop] = all;
         EXPECT_GT(stats["bad_lines"].get<int>(), 6);
-        if (stop) EXPECT_EQ(Lines(ReadFile(Path("o"))).size(), docs_before_stop);
+        if (stop) {
+          EXPECT_EQ(Lines(ReadFile(Path("o"))).size(), docs_before_stop);
+        }
       } else {
         EXPECT_TRUE(all == reference[stop]);
       }

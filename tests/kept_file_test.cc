@@ -137,7 +137,9 @@ TEST_F(KeptFileTest, ResumedWriterGivesTheFileWrittenInOneGo) {
       ASSERT_TRUE(w.value()->Sync().ok());
       bytes = w.value()->bytes(), documents = w.value()->documents(), digest = w.value()->digest();
       ASSERT_TRUE(w.value()->Add(99, "\"lost\"", sigs_[3]).ok());  // after the checkpoint: cut back
-      if (finished_after) ASSERT_TRUE(w.value()->Finish().ok());
+      if (finished_after) {
+        ASSERT_TRUE(w.value()->Finish().ok());
+      }
     }
     ASSERT_TRUE(std::filesystem::exists(finished_after ? path_ : path_ + ".tmp"));
     auto w = KeptFileWriter::Resume(path_, bytes, documents, digest);

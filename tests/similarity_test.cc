@@ -103,7 +103,9 @@ TEST(Sketch, AnchorsAreValuesAndNeighbourPairsInTurn) {
   ASSERT_EQ(k.anchors.size(), 17u);  // 9 values, 8 pairs
   for (size_t i = 0; i < k.mins.size(); ++i) {
     EXPECT_EQ(k.anchors[2 * i], k.mins[i]) << i;
-    if (i + 1 < k.mins.size()) EXPECT_EQ(k.anchors[2 * i + 1], AnchorPairKey(k.mins[i], k.mins[i + 1])) << i;
+    if (i + 1 < k.mins.size()) {
+      EXPECT_EQ(k.anchors[2 * i + 1], AnchorPairKey(k.mins[i], k.mins[i + 1])) << i;
+    }
   }
   EXPECT_EQ(ComputeSketch("ab", 3).anchors, std::vector<uint32_t>{ComputeSketch("ab", 3).mins[0]});
   // A long text: kAnchorCount distinct keys from its 16 smallest values.

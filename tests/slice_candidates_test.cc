@@ -207,7 +207,9 @@ TEST(SliceCandidates, PrepareGivesTheProbedAnchors) {
       EXPECT_EQ(got, want) << "doc " << i;
       stopped_some += want != FirstNotIn(docs[i], {}, want.size());
     }
-    if (options.recheck.enabled && options.recheck.anchors > 0) EXPECT_GT(stopped_some, 10u);
+    if (options.recheck.enabled && options.recheck.anchors > 0) {
+      EXPECT_GT(stopped_some, 10u);
+    }
   }
 }
 

@@ -233,7 +233,9 @@ TEST_F(StageTest, ResumedFileIsTheFileWrittenInOneGo) {
       ASSERT_TRUE((*w)->Sync().ok());
       bytes = (*w)->bytes(), count = (*w)->records(), digest = (*w)->digest();
       ASSERT_TRUE((*w)->Add("Clost after the checkpoint").ok());
-      if (finished_after) ASSERT_TRUE((*w)->Finish().ok());
+      if (finished_after) {
+        ASSERT_TRUE((*w)->Finish().ok());
+      }
     }
     auto w = StageFileWriter::Resume(path, bytes, count, digest);
     ASSERT_TRUE(w.ok()) << w.status().ToString();
