@@ -1,9 +1,11 @@
 // The word-at-a-time bucket bound (src/dedup/bucket_counts.h) against the
 // plain per-bucket loop it replaced: every pair of values in one bucket
-// (with the other buckets random), then random words with many 15s.
+// (with the other buckets random), then random words with many 15s; and the
+// 32 buckets of a text's counts, both words, against the definition.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -69,10 +71,53 @@ TEST(BucketCounts, BoundMatchesThePlainLoopOnRandomWords) {
 
 TEST(BucketCounts, CountsSaturateAtFifteen) {
   std::vector<uint32_t> hashes;
-  for (uint32_t i = 0; i < 40; ++i) hashes.push_back(16 * i + 3);  // all in bucket 3
-  for (uint32_t i = 0; i < 5; ++i) hashes.push_back(16 * i + 9);
-  EXPECT_EQ(BucketCounts(hashes.data(), hashes.size()), uint64_t{15} << 12 | uint64_t{5} << 36);
-  EXPECT_EQ(BucketCounts(hashes.data(), 0), 0u);
+  for (uint32_t i = 0; i < 40; ++i) hashes.push_back(32 * i + 3);  // all in bucket 3
+  for (uint32_t i = 0; i < 5; ++i) hashes.push_back(32 * i + 9);
+  for (uint32_t i = 0; i < 7; ++i) hashes.push_back(32 * i + 16 + 9);  // bucket 25: the second word's 9
+  const BucketCounts c = CountBuckets(hashes.data(), hashes.size());
+  EXPECT_EQ(c.words[0], uint64_t{15} << 12 | uint64_t{5} << 36);
+  EXPECT_EQ(c.words[1], uint64_t{7} << 36);
+  EXPECT_EQ(CountBuckets(hashes.data(), 0), BucketCounts{});
+}
+
+// The definition over 32 buckets: min per bucket of the true counts capped
+// at 15, no bound when a bucket is 15 in both.
+bool PlainTextBound(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, uint32_t* bound) {
+  uint32_t sum = 0;
+  for (uint32_t bucket = 0; bucket < 32; ++bucket) {
+    auto count = [&](const std::vector<uint32_t>& h) {
+      return std::min<uint32_t>(15, static_cast<uint32_t>(std::count_if(h.begin(), h.end(), [&](uint32_t x) {
+                                  return (x & 31) == bucket;
+                                })));
+    };
+    const uint32_t u = count(a), v = count(b);
+    if (u == 15 && v == 15) return false;
+    sum += std::min(u, v);
+  }
+  *bound = sum;
+  return true;
+}
+
+TEST(BucketCounts, TextBoundMatchesTheDefinitionAndBoundsTheIntersection) {
+  std::mt19937_64 rng(19);
+  for (int trial = 0; trial < 20000; ++trial) {
+    // Two texts of up to 300 hashes from a small universe, so they share some.
+    const uint32_t universe = 64 + static_cast<uint32_t>(rng() % 2000);
+    std::vector<uint32_t> a(rng() % 300), b(rng() % 300);
+    for (auto& x : a) x = static_cast<uint32_t>(rng() % universe) * 2654435761u;
+    for (auto& x : b) x = static_cast<uint32_t>(rng() % universe) * 2654435761u;
+    std::sort(a.begin(), a.end()), a.erase(std::unique(a.begin(), a.end()), a.end());
+    std::sort(b.begin(), b.end()), b.erase(std::unique(b.begin(), b.end()), b.end());
+    uint32_t want = 0, got = 0;
+    const bool want_ok = PlainTextBound(a, b, &want);
+    const bool got_ok = SharedBucketBound(CountBuckets(a.data(), a.size()), CountBuckets(b.data(), b.size()), &got);
+    ASSERT_EQ(got_ok, want_ok) << trial;
+    if (!got_ok) continue;
+    ASSERT_EQ(got, want) << trial;
+    std::vector<uint32_t> shared;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(shared));
+    ASSERT_GE(got, shared.size()) << trial;
+  }
 }
 
 }  // namespace

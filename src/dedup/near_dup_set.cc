@@ -33,11 +33,11 @@ struct KeyValueOps {
 using KeyValueTable = internal::SegmentedTable<KeyValueSlot, KeyValueOps>;
 
 // kept id -> its sketch record's place and the record's bucket counts
-// (RecordFilter): 24 bytes, so most candidates are ruled out without a read.
+// (RecordFilter): 32 bytes, so most candidates are ruled out without a read.
 struct SketchSlot {
   uint64_t key = 0;
   uint64_t value = KeyValueSlot::kEmptyValue;
-  uint64_t counts = 0;
+  internal::BucketCounts counts;
 };
 struct SketchSlotOps {
   static uint64_t Hash(const SketchSlot& s) { return Murmur3Fmix64(s.key); }

@@ -39,12 +39,12 @@ struct RecordFilter {
   bool on = false;          // the re-check decides and the document has a sketch
   uint32_t shingles = 0;    // |A|
   bool complete = false;    // A is whole in its sketch
-  uint64_t counts = 0;      // A's bucket counts (complete only)
+  internal::BucketCounts counts;  // A's bucket counts (complete only)
   double threshold = 0;
 
   // True if a kept text with `kept` shingles and these counts cannot reach
   // the threshold.
-  bool Rejects(uint32_t kept, bool kept_complete, uint64_t kept_counts) const {
+  bool Rejects(uint32_t kept, bool kept_complete, const internal::BucketCounts& kept_counts) const {
     if (!on || kept == 0) return false;
     if (ShingleCountsRuleOut(threshold, shingles, kept)) return true;  // DecidePair's first test, exactly
     if (!complete || !kept_complete) return false;
@@ -57,10 +57,11 @@ struct RecordFilter {
   }
 };
 
-// The bucket counts a sketch slot keeps for a document (0: its sketch is not
-// its whole n-gram set, so the bound does not apply).
-inline uint64_t SlotCounts(const DocSignature& doc) {
-  return doc.sketch.complete() ? internal::BucketCounts(doc.sketch.mins.data(), doc.sketch.mins.size()) : 0;
+// The bucket counts a sketch slot keeps for a document (none: its sketch is
+// not its whole n-gram set, so the bound does not apply).
+inline internal::BucketCounts SlotCounts(const DocSignature& doc) {
+  return doc.sketch.complete() ? internal::CountBuckets(doc.sketch.mins.data(), doc.sketch.mins.size())
+                               : internal::BucketCounts{};
 }
 
 // The filter for a search on behalf of `doc` under the re-check `r`.
@@ -81,7 +82,7 @@ inline uint32_t SlotShingles(uint32_t shingles) { return std::min(shingles, kShi
 
 // Whether `filter` rules out a kept record known by its slot's summary:
 // `shingles` (SlotShingles) and bucket `counts`.
-inline bool SlotRejected(const RecordFilter& filter, uint32_t shingles, uint64_t counts) {
+inline bool SlotRejected(const RecordFilter& filter, uint32_t shingles, const internal::BucketCounts& counts) {
   return shingles != kShinglesUnknown && filter.shingles < kShinglesUnknown &&
          filter.Rejects(shingles, shingles <= kSketchSize, counts);
 }

@@ -44,7 +44,7 @@ void NearDupSet::SliceCandidates::Reset(const NearDupSet& set, size_t n, DocId f
   docs_.assign(n, nullptr);
   records_.resize(n * record_words_);
   keeps_.assign(n, 0);
-  counts_.assign(n, 0);
+  counts_.assign(n, {});
   kept_.assign(n, 0);
   if (exact_.size() < n) exact_.resize(n), near_.resize(n), indexed_.resize(n);
 }
@@ -63,7 +63,7 @@ void NearDupSet::SliceCandidates::Prepare(size_t i, const DocSignature& doc, std
     return;
   }
   set_->MakeRecord(first_id_ + i, doc, rec, RecordAnchors());
-  counts_[i] = SlotCounts(doc);
+  counts_[i] = SlotCounts(doc).words;
   // The record's anchors are the first live ones, at least as many as are
   // probed (IndexedAnchorCount >= recheck.anchors): no second lookup.
   const uint32_t* anchors = rec + kRecHeader + rec[kRecCount];
@@ -90,7 +90,7 @@ void NearDupSet::SliceCandidates::Index() {
 const uint32_t* NearDupSet::SliceCandidates::Load(size_t i, const RecordFilter& filter, bool* rejected) const {
   *rejected = false;
   if (!keeps_[i]) return nullptr;
-  *rejected = SlotRejected(filter, SlotShingles(docs_[i]->sketch.num_shingles), counts_[i]);
+  *rejected = SlotRejected(filter, SlotShingles(docs_[i]->sketch.num_shingles), internal::BucketCounts{counts_[i]});
   return *rejected ? nullptr : Record(i);
 }
 

@@ -36,6 +36,7 @@
 #ifndef NEARDUP_NEAR_DUP_SET_H_
 #define NEARDUP_NEAR_DUP_SET_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -269,7 +270,7 @@ class NearDupSet::SliceCandidates {
   // As kept in the arena, but with kMarginAnchors more live anchors.
   std::vector<uint32_t> records_;
   std::vector<uint8_t> keeps_;          // KeepsSketch
-  std::vector<uint64_t> counts_;        // the sketch slot's bucket counts
+  std::vector<std::array<uint64_t, 2>> counts_;  // the sketch slot's bucket counts (their words)
   std::vector<uint64_t> fingerprints_;  // the scan's input, packed
   std::vector<uint8_t> features_;       // has_features
   Chains by_anchor_;
