@@ -17,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if (( $# < 3 )); then
-  sed -n '2,18p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 fi
 out=$1 limit=$2
@@ -25,16 +25,14 @@ shift 2
 mkdir -p "$out/sketch"
 bin=$PWD/build/neardup
 log=$out/log.txt
+cmd=("$bin" dedup -i "$@" -o "$out/kept.jsonl.zst" -d "$out/dups.jsonl.zst" --memory-limit "$limit"
+     --checkpoint "$out/ckpt" --sketch-dir "$out/sketch" -t 2 --progress 300 --stats-json "$out/stats.json")
 {
   echo "=== $(date -u) $(git rev-parse --short HEAD) $(nproc) cores; load: $(cat /proc/loadavg)"
   echo "free: $(free -g | awk '/Mem:/ {print $2 " GiB total, " $7 " GiB available"}'); disk: $(df -h "$out" | awk 'NR==2 {print $4 " free"}')"
-  echo "$bin dedup -i $* -o $out/kept.jsonl.zst -d $out/dups.jsonl.zst --memory-limit $limit" \
-       "--checkpoint $out/ckpt --sketch-dir $out/sketch -t 2 --progress 300 --stats-json $out/stats.json"
+  echo "${cmd[*]}"
 } >> "$log"
-/usr/bin/time -f "wall %e cpu %U+%S maxrss_kb %M" -a -o "$log" \
-  "$bin" dedup -i "$@" -o "$out/kept.jsonl.zst" -d "$out/dups.jsonl.zst" --memory-limit "$limit" \
-  --checkpoint "$out/ckpt" --sketch-dir "$out/sketch" -t 2 --progress 300 --stats-json "$out/stats.json" \
-  2>> "$log" &
+/usr/bin/time -f "wall %e cpu %U+%S maxrss_kb %M" -a -o "$log" "${cmd[@]}" 2>> "$log" &
 timer=$!
 # The RSS of dedup itself (time's child), every 30 s while it runs.
 (
