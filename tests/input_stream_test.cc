@@ -98,6 +98,35 @@ TEST_F(InputStreamTest, ConcatenatedGzipMembersAreOneStream) {
   EXPECT_EQ(got, "first\nsecond\n");
 }
 
+// A zstd skippable frame: magic 0x184D2A50 + nibble, little-endian, then the
+// content's size and the content (pzstd puts one before each frame).
+std::string SkippableFrame(unsigned nibble, const std::string& content) {
+  std::string f = {static_cast<char>(0x50 | nibble), 0x2a, 0x4d, 0x18};
+  for (int i = 0; i < 4; ++i) f += static_cast<char>((content.size() >> (8 * i)) & 0xff);
+  return f + content;
+}
+
+TEST_F(InputStreamTest, ZstdStartingWithASkippableFrameIsZstd) {
+  const std::string data = Sample();
+  for (unsigned nibble : {0u, 0xeu, 0xfu}) {
+    const std::string bytes = SkippableFrame(nibble, std::string("\x10\0\0\0", 4)) + Zstd(data);
+    for (size_t chunk : {size_t{1} << 16, size_t{7}}) {
+      std::string got;
+      Compression kind;
+      ASSERT_TRUE(ReadAll(Write("pz.jsonl.zst", bytes), chunk, &got, &kind).ok()) << nibble;
+      EXPECT_EQ(kind, Compression::kZstd) << nibble;
+      EXPECT_EQ(got.size(), data.size()) << nibble << " chunk " << chunk;
+      EXPECT_TRUE(got == data) << nibble << " chunk " << chunk;  // not printed: 500 KB
+    }
+  }
+  // Only a skippable frame: an empty zstd stream, not 12 bytes of text.
+  std::string got;
+  Compression kind;
+  ASSERT_TRUE(ReadAll(Write("skip.zst", SkippableFrame(0, "abcd")), 64, &got, &kind).ok());
+  EXPECT_EQ(kind, Compression::kZstd);
+  EXPECT_EQ(got, "");
+}
+
 TEST_F(InputStreamTest, TruncatedCompressedDataIsAnError) {
   const std::string data = Sample();
   for (const std::string& whole : {Gzip(data), Zstd(data)}) {

@@ -13,6 +13,14 @@ namespace {
 
 constexpr size_t kRawSize = size_t{1} << 16;
 
+// A zstd frame (28 b5 2f fd) or a skippable frame (50..5f 2a 4d 18): pzstd
+// and seekable zstd start with one. The decoder skips skippable frames itself.
+bool IsZstdMagic(const unsigned char* b) {
+  const bool frame = b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd;
+  const bool skippable = (b[0] & 0xf0) == 0x50 && b[1] == 0x2a && b[2] == 0x4d && b[3] == 0x18;
+  return frame || skippable;
+}
+
 }  // namespace
 
 // One decompressor: consumes input bytes, produces output bytes.
@@ -151,7 +159,7 @@ Status InputStream::Detect() {
   const auto* b = reinterpret_cast<const unsigned char*>(raw_.get());
   if (raw_end_ >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
     decoder_ = std::make_unique<GzipDecoder>(name_);
-  } else if (raw_end_ >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
+  } else if (raw_end_ >= 4 && IsZstdMagic(b)) {
     decoder_ = std::make_unique<ZstdDecoder>(name_);
   }
   return Status::OK();

@@ -1,5 +1,6 @@
 // A byte source over a file or standard input that undoes gzip and zstd
-// compression, recognized by the first bytes (gzip 1f 8b, zstd 28 b5 2f fd),
+// compression, recognized by the first bytes (gzip 1f 8b, zstd 28 b5 2f fd or
+// a skippable frame 5X 2a 4d 18),
 // never by the file name: `neardup dedup -i dump.jsonl.gz` and
 // `zcat dump.jsonl.gz | neardup dedup -i -` read the same documents.
 //
