@@ -366,6 +366,28 @@ TEST_F(StageTest, MissingShardIsRefused) {
   EXPECT_NE(err_.find("cannot open"), std::string::npos) << err_;
 }
 
+// A task writes NAME.tmp and renames it when complete: the .tmp of a killed
+// task, found in a directory or a pattern, is not a shard.
+TEST_F(StageTest, UnfinishedShardsInADirectoryAreSkipped) {
+  const auto inputs = SplitSample(3);
+  ASSERT_EQ(::mkdir(Path("sig").c_str(), 0755), 0);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[i] + "' --shard " + std::to_string(i) +
+                  " --shards 3 -o '" + Path(i == 1 ? "whole1.sig" : "sig/0000" + std::to_string(i) + ".sig") + "'"),
+              0)
+        << err_;
+  }
+  const std::string whole = ReadAll(Path("whole1.sig"));
+  WriteAll(Path("sig/00001.sig.tmp"), whole.substr(0, whole.size() / 2));  // killed while writing
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("sig") + "' -o '" + Path("dec") + "'"), 2);
+  EXPECT_NE(err_.find("signature shard 1 of 3 is missing"), std::string::npos) << err_;
+  // Shard 1 complete, and a re-run of its task killed before its rename.
+  WriteAll(Path("sig/00001.sig"), whole);
+  WriteAll(Path("sig/00001.sig.tmp"), whole);
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("sig") + "' -o '" + Path("dec") + "'"), 0) << err_;
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("sig/*") + "' -o '" + Path("dec2") + "'"), 0) << err_;
+}
+
 TEST_F(StageTest, ChecksumMismatchIsRefused) {
   const auto inputs = SplitSample(1);
   ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' -o '" + Path("0.sig") + "'"), 0) << err_;

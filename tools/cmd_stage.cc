@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -1036,10 +1037,23 @@ ShardReader SignatureFiles(const std::vector<ShardInfo>& shards) {
 
 int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const ShardReader& read);
 
+// Drops the NAME.tmp files a directory or a pattern found: a writer renames
+// NAME.tmp to NAME when it is complete, so a .tmp is a task's that is running
+// or was killed, never a shard (a missing shard is then reported as one). A
+// .tmp named on its own is kept: the user asked for it.
+std::vector<InputFile> WithoutUnfinished(const std::vector<InputFile>& files, const std::vector<std::string>& args) {
+  std::vector<InputFile> out;
+  for (const InputFile& file : files) {
+    const bool named = std::find(args.begin(), args.end(), file.path) != args.end();
+    if (named || !file.path.ends_with(".tmp")) out.push_back(file);
+  }
+  return out;
+}
+
 int RunDecide(const DecideFlags& f) {
   auto files = ExpandInputs(f.signatures);
   if (!files.ok()) return Fail(files.status());
-  auto shards = CheckShards(*files);
+  auto shards = CheckShards(WithoutUnfinished(*files, f.signatures));
   if (!shards.ok()) return Fail(shards.status());
   return DecideRun(f, &*shards, SignatureFiles(*shards));
 }
