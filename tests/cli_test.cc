@@ -411,6 +411,23 @@ TEST_F(CliTest, ManyInputsAreOneStreamInOrder) {
   EXPECT_NE(ReadFile(Path("rev")), ReadFile(Path("one")));
 }
 
+// A pattern that matches a directory: its files are sorted with the
+// pattern's other files ("ord/a-b" before "ord/a/z", as `-i ord` reads them).
+TEST_F(CliTest, PatternAndDirectoryReadTheSameOrder) {
+  std::filesystem::create_directories(Path("ord/a"));
+  WriteFile(Path("ord/a-b.jsonl"), "{\"id\":\"a-b\",\"text\":\"the same text in two shards\"}\n");
+  WriteFile(Path("ord/a/z.jsonl"), "{\"id\":\"a/z\",\"text\":\"the same text in two shards\"}\n");
+  ASSERT_EQ(Run("stage plan -i " + Path("ord")), 0) << err_;
+  const std::string dir_plan = out_;
+  EXPECT_LT(dir_plan.find("a-b.jsonl"), dir_plan.find("a/z.jsonl")) << dir_plan;
+  ASSERT_EQ(Run("stage plan -i '" + Path("ord/*") + "'"), 0) << err_;
+  EXPECT_EQ(out_, dir_plan);
+  ASSERT_EQ(Run("dedup -q -i " + Path("ord") + " -o " + Path("k1")), 0) << err_;
+  ASSERT_EQ(Run("dedup -q -i '" + Path("ord/*") + "' -o " + Path("k2")), 0) << err_;
+  EXPECT_NE(ReadFile(Path("k1")).find("\"a-b\""), std::string::npos);
+  EXPECT_EQ(ReadFile(Path("k2")), ReadFile(Path("k1")));
+}
+
 TEST_F(CliTest, ManyInputsErrors) {
   WriteFile(Path("a.jsonl"), kSmall);
   std::filesystem::create_directories(Path("empty"));

@@ -62,17 +62,20 @@ inline Status AddPattern(const std::string& pattern, std::vector<std::string>* o
     globfree(&g);
     return Status::IOError("cannot expand " + pattern);
   }
-  std::vector<std::string> found;
-  for (size_t i = 0; i < g.gl_pathc; ++i) found.emplace_back(g.gl_pathv[i]);
+  const std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
   globfree(&g);
-  std::sort(found.begin(), found.end());
-  for (const std::string& f : found) {
-    if (std::filesystem::is_directory(f)) {
-      NEARDUP_RETURN_IF_ERROR(AddDirectory(f, out));
+  std::vector<std::string> found;
+  for (const std::string& m : matches) {
+    if (std::filesystem::is_directory(m)) {
+      NEARDUP_RETURN_IF_ERROR(AddDirectory(m, &found));
     } else {
-      out->push_back(f);
+      found.push_back(m);
     }
   }
+  // All the files sorted together, directories' too: `-i d` and `-i 'd/*'`
+  // read the same files in the same order (d/a/z sorts after d/a-b).
+  std::sort(found.begin(), found.end());
+  out->insert(out->end(), found.begin(), found.end());
   return Status::OK();
 }
 
