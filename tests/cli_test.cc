@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,8 +60,15 @@ class CliTest : public ::testing::Test {
 
   // Runs `neardup <args>` through the shell; captures stdout and stderr.
   int Run(const std::string& args, const std::string& stdin_path = "/dev/null") {
-    const std::string cmd = "'" + kCli + "' " + args + " <'" + stdin_path + "' >'" + Path("stdout") +
-                            "' 2>'" + Path("stderr") + "'";
+    return RunShell("'" + kCli + "' " + args, stdin_path);
+  }
+  // Run(args) after the shell's `ulimit <limit>` ("-n 64": the open-file
+  // limit, soft and hard; "-S -n 64": the soft one).
+  int RunUnderUlimit(const std::string& limit, const std::string& args) {
+    return RunShell("ulimit " + limit + " && exec '" + kCli + "' " + args, "/dev/null");
+  }
+  int RunShell(const std::string& command, const std::string& stdin_path) {
+    const std::string cmd = command + " <'" + stdin_path + "' >'" + Path("stdout") + "' 2>'" + Path("stderr") + "'";
     const int status = std::system(cmd.c_str());
     out_ = ReadFile(Path("stdout"));
     err_ = ReadFile(Path("stderr"));
@@ -447,6 +455,54 @@ TEST_F(CliTest, ManyInputsErrors) {
             0);
   EXPECT_NE(err_.find("bad.jsonl: line 2"), std::string::npos) << err_;
   EXPECT_NE(ReadFile(Path("r")).find("\"file\""), std::string::npos);
+}
+
+// 100 inputs under an open-file limit of 64: each input is open only while
+// it is read, in memory and with --checkpoint as with --memory-limit.
+TEST_F(CliTest, ManyInputsFitAFewOpenFiles) {
+  std::filesystem::create_directories(Path("shards"));
+  for (int i = 0; i < 100; ++i) {
+    WriteFile(Path("shards/s" + std::to_string(i) + ".jsonl"),
+              "{\"id\":" + std::to_string(i) + ",\"text\":\"document about topic " + std::to_string(i * 37 % 11) +
+                  "\"}\n");
+  }
+  const std::string in = " -i " + Path("shards") + " -o " + Path("kept") + " -d " + Path("dups");
+  ASSERT_EQ(Run("dedup -q" + in), 0) << err_;
+  const std::string kept = ReadFile(Path("kept")), dups = ReadFile(Path("dups"));
+  ASSERT_FALSE(kept.empty());
+  ASSERT_FALSE(dups.empty());
+  for (const std::string& flags : std::vector<std::string>{"", " --checkpoint " + Path("ck"), " --memory-limit 1G"}) {
+    std::filesystem::remove(Path("kept"));
+    EXPECT_EQ(RunUnderUlimit("-n 64", "dedup -q" + in + flags), 0) << flags << ": " << err_;
+    EXPECT_EQ(ReadFile(Path("kept")), kept) << flags;
+    EXPECT_EQ(ReadFile(Path("dups")), dups) << flags;
+  }
+}
+
+// --output-shards N holds N files open: refused before any is created when
+// N and the run's other files pass the open-file limit; a soft limit below
+// the hard one is raised first.
+TEST_F(CliTest, OutputShardsMustFitTheOpenFileLimit) {
+  WriteFile(Path("in.jsonl"), kSmall);
+  const std::string args =
+      "dedup -q -i " + Path("in.jsonl") + " -o '" + Path("out/{shard}.jsonl") + "' --output-shards 100";
+  std::filesystem::create_directories(Path("out"));
+  EXPECT_EQ(RunUnderUlimit("-n 64", args), 2);
+  EXPECT_NE(err_.find("open-file limit of 64 (ulimit -n)"), std::string::npos) << err_;
+  EXPECT_TRUE(std::filesystem::is_empty(Path("out")));
+  ASSERT_EQ(Run("stage fingerprint -q -i " + Path("in.jsonl") + " -o " + Path("in.sig")), 0) << err_;
+  ASSERT_EQ(Run("stage decide -q -s " + Path("in.sig") + " -o " + Path("dec")), 0) << err_;
+  EXPECT_EQ(RunUnderUlimit("-n 64", "stage filter -q -i " + Path("in.jsonl") + " --decisions " +
+                                        Path("dec/00000.dec") + " -o '" + Path("out/{shard}.jsonl") +
+                                        "' --output-shards 100"),
+            2);
+  EXPECT_NE(err_.find("(ulimit -n)"), std::string::npos) << err_;
+  EXPECT_TRUE(std::filesystem::is_empty(Path("out")));
+  struct rlimit limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < 200) GTEST_SKIP() << "hard open-file limit below 200";
+  EXPECT_EQ(RunUnderUlimit("-S -n 64", args), 0) << err_;
+  EXPECT_TRUE(std::filesystem::exists(Path("out/00099.jsonl")));
 }
 
 // --annotate: every record once, in input order, with the decision the

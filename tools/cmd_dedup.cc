@@ -650,12 +650,14 @@ int RunDedup(const DedupFlags& f) {
   if (f.memory_limit > 0) return RunDedupInRounds(f, *inputs);
   DedupRun run(f, *created.value(), ResolveThreads(f.threads));
   // Every input is opened before the first output is created (a wrong
-  // --input leaves no file behind); each is read when its turn comes.
-  std::vector<std::unique_ptr<InputStream>> streams;
+  // --input leaves no file behind), then closed: each is opened again when
+  // its turn comes, so 10,000 inputs do not hold 10,000 descriptors. Standard
+  // input's stream is kept (its first bytes are read already).
+  std::unique_ptr<InputStream> stdin_stream;
   for (const InputFile& in : *inputs) {
     auto s = OpenInput(in.path);
     if (!s.ok()) return Fail(s.status());
-    streams.push_back(std::move(s).value());
+    if (in.path == "-") stdin_stream = std::move(s).value();
   }
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   for (const std::string& dir : f.load_index) {
@@ -679,8 +681,11 @@ int RunDedup(const DedupFlags& f) {
     first = *done;
   }
   bool stopped = false;  // too many bad lines (BadLines::Add)
-  for (size_t i = first; i < streams.size() && !stopped; ++i) {
-    if (Status st = run.ReadFile(std::move(streams[i]), (*inputs)[i].path, &stopped); !st.ok()) return Fail(st);
+  for (size_t i = first; i < inputs->size() && !stopped; ++i) {
+    const std::string& path = (*inputs)[i].path;
+    auto in = path == "-" ? Result<std::unique_ptr<InputStream>>(std::move(stdin_stream)) : OpenInput(path);
+    if (!in.ok()) return Fail(in.status());
+    if (Status st = run.ReadFile(std::move(in).value(), path, &stopped); !st.ok()) return Fail(st);
   }
   return run.Finish();
 }

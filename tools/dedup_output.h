@@ -7,6 +7,8 @@
 #ifndef NEARDUP_TOOLS_DEDUP_OUTPUT_H_
 #define NEARDUP_TOOLS_DEDUP_OUTPUT_H_
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -38,12 +40,28 @@ inline std::string ShardPath(const std::string& output, int shard, int shards) {
   return p;
 }
 
+// The shards are all open at once, beside the run's other files (an input,
+// --duplicates, --rejects, checkpoint and spill files): checked before any is
+// created, rather than failing halfway with empty shards left behind.
+inline Status CheckOpenFileLimit(int shards) {
+  constexpr rlim_t kOtherFiles = 64;
+  const rlim_t needed = static_cast<rlim_t>(shards) + kOtherFiles;
+  struct rlimit limit {};
+  if (shards == 1 || ::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      needed <= limit.rlim_cur) {
+    return Status::OK();
+  }
+  return Status::InvalidArgument("--output-shards " + std::to_string(shards) + " needs " + std::to_string(needed) +
+                                 " open files, above the open-file limit of " + std::to_string(limit.rlim_cur) +
+                                 " (ulimit -n): raise it or write fewer shards");
+}
+
 inline Status CheckShardedOutput(const std::string& output, int shards) {
   if (shards > 1 && output.find("{shard}") == std::string::npos) {
     return Status::InvalidArgument("--output-shards " + std::to_string(shards) +
                                    " needs \"{shard}\" in --output (e.g. kept/part-{shard}.jsonl.zst)");
   }
-  return Status::OK();
+  return CheckOpenFileLimit(shards);
 }
 
 // Duplicates grouped by the kept document, for --clusters.

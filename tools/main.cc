@@ -1,15 +1,34 @@
 // neardup: near-duplicate text detection from the command line.
 // Builds the CLI11 app from the subcommands in cmd_*.cc and dispatches;
 // docs/cli.md documents every command.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "commands.h"
 
+namespace {
+
+// A run over thousands of input files or --output-shards needs many
+// descriptors, and the soft limit (often 1024) is only a default below the
+// hard one, which the user may raise to. When raising fails the old limit
+// stays: what needs more descriptors says so then.
+void RaiseOpenFileLimit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace neardup::cli;
   CommandLine().assign(argv, argv + argc);
+  RaiseOpenFileLimit();
   if (argc >= 2 && (std::string(argv[1]) == "serve" || std::string(argv[1]) == "pg-import")) {
     return ExecServe(argc, argv);
   }
