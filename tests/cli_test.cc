@@ -671,6 +671,67 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
 }
 
+// Regressions (issue 17, adversarial test). (1) A run that adds
+// --memory-limit to an interrupted run's command line (a retry after running
+// out of memory) started afresh over its checkpoint, and the original run
+// resumed afterwards cut back and appended to outputs the other had
+// rewritten: wrong outputs, exit 0. Each kind of run now refuses the
+// other's checkpoint. (2) An output cut shorter since the checkpoint was
+// padded with zero bytes back to the recorded size: now refused.
+TEST_F(CliTest, ResumeRefusesAnotherKindOfRunAndAShortenedOutput) {
+  std::string ins;
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  for (int s = 0; s < 3; ++s) {
+    std::string part;
+    for (size_t i = s * lines.size() / 3; i < (s + 1) * lines.size() / 3; ++i) part += lines[i] + "\n";
+    WriteFile(Path("p" + std::to_string(s) + ".jsonl"), part);
+    ins += " -i " + Path("p" + std::to_string(s) + ".jsonl");
+  }
+  const std::string args = "dedup" + ins + " -o " + Path("out.jsonl") + " -d " + Path("dups.jsonl") +
+                           " --batch-size 300 -q --checkpoint " + Path("ckpt");
+  const std::string cli = "'" + kCli + "' ";
+  auto crash = [&](const std::string& a, int batches) {
+    std::filesystem::remove_all(Path("ckpt"));
+    const std::string cmd = "NEARDUP_DEDUP_CRASH_AFTER_BATCHES=" + std::to_string(batches) + " " + cli + a;
+    ASSERT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 137);
+  };
+  crash(args, 8);  // in the second input: the first is recorded
+  ASSERT_TRUE(std::filesystem::exists(Path("ckpt/state.json")));
+  EXPECT_EQ(Run(args + " --memory-limit 1"), 2);
+  EXPECT_NE(err_.find("holds another run (one without --memory-limit)"), std::string::npos) << err_;
+  ASSERT_EQ(Run("dedup" + ins + " -o " + Path("want.jsonl") + " -d " + Path("want.d") + " -q"), 0) << err_;
+  ASSERT_EQ(Run(args), 0) << err_;  // the refused run touched nothing
+  EXPECT_EQ(ReadFile(Path("out.jsonl")), ReadFile(Path("want.jsonl")));
+  EXPECT_EQ(ReadFile(Path("dups.jsonl")), ReadFile(Path("want.d")));
+
+  crash(args + " --memory-limit 1", 5);  // in round 2
+  ASSERT_TRUE(std::filesystem::exists(Path("ckpt/rounds/rounds.json")));
+  EXPECT_EQ(Run(args), 2);
+  EXPECT_NE(err_.find("holds another run (one with --memory-limit)"), std::string::npos) << err_;
+
+  crash(args, 8);
+  ASSERT_GT(std::filesystem::file_size(Path("out.jsonl")), 100u);
+  std::filesystem::resize_file(Path("out.jsonl"), 100);
+  EXPECT_EQ(Run(args), 1);
+  EXPECT_NE(err_.find("is shorter (100 bytes) than the checkpoint recorded"), std::string::npos) << err_;
+  EXPECT_EQ(ReadFile(Path("out.jsonl")).find('\0'), std::string::npos);
+}
+
+// Regression (issue 17, adversarial test): two outputs given one path were
+// both written, each over the other's lines (exit 0). Refused before any
+// file is created; also through another spelling of the path.
+TEST_F(CliTest, TwoOutputsOfOnePathAreRefused) {
+  const std::string o = Path("same.jsonl");
+  for (const std::string& flags : {"-o " + o + " -d " + o, "-o " + o + " --stats-json " + Path(".") + "/same.jsonl",
+                                   "-o " + Path("a") + " -d " + o + " --clusters " + o,
+                                   "-o " + o + " --rejects " + o + " --memory-limit 64M"}) {
+    EXPECT_EQ(Run("dedup -q -i " + kSample + " " + flags), 2) << flags;
+    EXPECT_NE(err_.find("two outputs name one file"), std::string::npos) << flags << ": " << err_;
+    EXPECT_FALSE(std::filesystem::exists(o)) << flags;
+  }
+  EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("y{shard}") + " --output-shards 2 -d " + Path("y00001")), 2);
+}
+
 // Found in review: two runs given the same --checkpoint at once cut back
 // and overwrote each other's files. DIR/lock is held while a run lives; a
 // second run is refused (exit 2, nothing touched) and the first's state

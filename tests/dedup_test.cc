@@ -210,6 +210,26 @@ TEST(Dedup, ExactFastPathMakesNoDifferenceToDecisions) {
   EXPECT_EQ(results[1][2].duplicate_of, 0u);
 }
 
+// Regression (issue 17, adversarial test): an empty text had no sketch, so
+// every later text of empty normalized form ("!!!", emoji, rules of dashes)
+// matched it by fingerprint distance, as an exact duplicate of similarity 1.
+TEST(Dedup, AnEmptyTextIsNotTheDuplicateOfPunctuation) {
+  for (int threads : {1, 2}) {
+    auto d = MakeDedup();
+    const auto out = DecideTexts(*d, {"", "!!!", "???", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80 \xF0\x9F\x8E\x89", "|---|---|---|", "", " \t "},
+                                 threads);
+    for (size_t i = 1; i <= 4; ++i) EXPECT_FALSE(out[i].duplicate) << i << " threads " << threads;
+    for (size_t i : {5, 6}) {
+      EXPECT_TRUE(out[i].duplicate) << i;
+      EXPECT_EQ(out[i].duplicate_of, 0u);
+      EXPECT_DOUBLE_EQ(out[i].similarity, 1.0);
+    }
+  }
+  // In the other order too: "" after "!!!" is not its duplicate.
+  auto d = MakeDedup();
+  EXPECT_FALSE(DecideTexts(*d, {"!!!", ""})[1].duplicate);
+}
+
 TEST(Dedup, TextsWithoutFeaturesOnlyMatchByContent) {
   auto d = MakeDedup(8);
   auto out = DecideTexts(*d, {"", "real text with words", "", "   ", "!!!", "!!!", ""});

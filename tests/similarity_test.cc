@@ -75,8 +75,12 @@ TEST(Sketch, IsTheBottomKOfTheDefinedNGrams) {
       EXPECT_EQ(k.anchors, anchors);
     }
   }
-  EXPECT_TRUE(ComputeSketch("", 3).empty());
-  EXPECT_TRUE(ComputeSketch(" \t ", 3).empty());
+  // An empty similarity text is one shingle of its own: it matches only
+  // another empty text (regression: it had no sketch, and was then matched
+  // by fingerprint distance to every text of empty normalized form).
+  EXPECT_EQ(ComputeSketch("", 3).num_shingles, 1u);
+  EXPECT_EQ(ComputeSketch(" \t ", 3), ComputeSketch("", 3));
+  EXPECT_NE(ComputeSketch("", 3).mins, ComputeSketch("!", 3).mins);
   // The similarity text decides: case, width and white space do not count, punctuation does.
   EXPECT_EQ(ComputeSketch("Hello   WORLD", 3), ComputeSketch("hello world", 3));
   EXPECT_NE(ComputeSketch("hello, world", 3), ComputeSketch("hello world", 3));

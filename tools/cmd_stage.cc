@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "commands.h"
 #include "dedup_output.h"
 #include "dir_lock.h"
@@ -624,25 +626,54 @@ class SpillFile {
     }
     return std::unique_ptr<SpillFile>(new SpillFile(file));
   }
-  ~SpillFile() { std::fclose(file_); }
+  ~SpillFile() {
+    std::fclose(file_);
+    XXH3_freeState(hash_);
+  }
 
   // Makes the spill durable (a checkpoint refers to it).
   Status Sync() { return SyncStream(file_, "a spill file of --memory-limit"); }
 
   Status Put(const Provisional& p) {
-    const uint8_t tag = p.match ? 1 : 0;
-    bool ok = std::fwrite(&tag, 1, 1, file_) == 1;
+    record_.assign(1, static_cast<char>(p.match ? 1 : 0));
     if (p.match) {
       const DuplicateMatch& m = *p.match;
       const uint8_t flags = (m.exact ? 1 : 0) | (m.rechecked ? 2 : 0) | (m.similarity_exact ? 4 : 0);
       const uint64_t id = m.id;
       const int32_t distance = m.distance;
       const uint32_t len = static_cast<uint32_t>(p.id.size());
-      ok = ok && std::fwrite(&id, sizeof id, 1, file_) == 1 && std::fwrite(&distance, sizeof distance, 1, file_) == 1 &&
-           std::fwrite(&flags, 1, 1, file_) == 1 && std::fwrite(&m.similarity, sizeof m.similarity, 1, file_) == 1 &&
-           std::fwrite(&len, sizeof len, 1, file_) == 1 && std::fwrite(p.id.data(), 1, len, file_) == len;
+      Append(&id, sizeof id), Append(&distance, sizeof distance), Append(&flags, 1);
+      Append(&m.similarity, sizeof m.similarity), Append(&len, sizeof len), Append(p.id.data(), len);
     }
-    return ok ? Status::OK() : WriteError();
+    if (std::fwrite(record_.data(), 1, record_.size(), file_) != record_.size()) return WriteError();
+    XXH3_64bits_update(hash_, record_.data(), record_.size());
+    bytes_ += record_.size();
+    return Status::OK();
+  }
+
+  // What Put wrote: its length and XXH3-64, for a checkpoint to record
+  // (a resumed run must not take a damaged spill's matches as priors).
+  Json Written() const { return {{"bytes", bytes_}, {"digest", XXH3_64bits_digest(hash_)}}; }
+
+  // Checks the whole file against Written()'s record, then rewinds.
+  // kCorruption when it differs.
+  Status Verify(const Json& written, const std::string& path) {
+    XXH3_state_t* h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    uint64_t bytes = 0;
+    std::vector<char> buf(1 << 20);
+    for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), file_)) > 0; bytes += n) XXH3_64bits_update(h, buf.data(), n);
+    const uint64_t digest = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    if (std::ferror(file_)) return ReadError();
+    std::rewind(file_);
+    bool same = false;
+    try {
+      same = bytes == written.at("bytes").get<uint64_t>() && digest == written.at("digest").get<uint64_t>();
+    } catch (const Json::exception&) {
+    }
+    if (!same) return Status::Corruption(path + ": damaged (not the length or checksum the checkpoint recorded)");
+    return Status::OK();
   }
 
   // Done writing: the reads start from the first record.
@@ -678,7 +709,8 @@ class SpillFile {
   }
 
  private:
-  explicit SpillFile(std::FILE* file) : file_(file) {}
+  explicit SpillFile(std::FILE* file) : file_(file), hash_(XXH3_createState()) { XXH3_64bits_reset(hash_); }
+  void Append(const void* data, size_t n) { record_.append(static_cast<const char*>(data), n); }
   static Status WriteError() { return FileWriteError("writing a spill file of --memory-limit", errno); }
   Status ReadError() const {
     return std::ferror(file_) ? Status::IOError("reading a spill file of --memory-limit: " +
@@ -686,6 +718,9 @@ class SpillFile {
                               : Status::Corruption("a spill file of --memory-limit ends early");
   }
   std::FILE* file_;
+  XXH3_state_t* hash_;  // of every byte Put wrote
+  uint64_t bytes_ = 0;
+  std::string record_;  // Put's scratch
 };
 
 // Reads shard s's documents for a round: each(doc) for every one in order,
@@ -920,6 +955,7 @@ Status SaveRounds(const DedupStats& total, uint64_t start, SpillFile& in, const 
   NEARDUP_RETURN_IF_ERROR(in.Sync());
   Json j;
   j["version"] = 1;
+  j["spill"] = in.Written();
   j["rounds"] = r.rounds, j["start"] = start, j["finished_shards"] = r.finished_shards;
   j["shard_first"] = r.shard_first, j["summaries"] = r.summaries;
   j["visits"] = r.visits, j["last_decided"] = r.last_decided, j["peak_memory"] = r.peak_memory;
@@ -981,6 +1017,8 @@ Status RestoreRounds(const Json& j, DedupStats* total, uint64_t* start, std::uni
     return Status::Corruption(r.checkpoint->State() + ": " + e.what());
   }
   NEARDUP_ASSIGN_OR_RETURN(*in, SpillFile::Named(r.checkpoint->Spill(r.rounds), false));
+  // Checkpoints written before 2026-11-28 recorded no checksum of the spill.
+  if (j.contains("spill")) NEARDUP_RETURN_IF_ERROR((*in)->Verify(j["spill"], r.checkpoint->Spill(r.rounds)));
   return Status::OK();
 }
 
@@ -1274,6 +1312,9 @@ int RunFilter(const FilterFlags& f) {
     if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);
   }
   if (Status st = CheckNotInput(f.input, f.duplicates); !st.ok()) return Fail(st);
+  std::vector<std::string> outputs{f.duplicates};
+  for (int i = 0; i < f.output_shards; ++i) outputs.push_back(ShardPath(f.output, i, f.output_shards));
+  if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
   auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
   if (!in.ok()) return Fail(in.status());
   const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
@@ -1625,9 +1666,10 @@ Status SpoolReadableOnce(const ScratchDir& dir, std::vector<std::string>* inputs
 // What --memory-limit refuses before it opens anything: an output that would
 // overwrite an input.
 Status CheckRoundInputs(const StagedDedupArgs& a) {
+  std::vector<std::string> outputs{a.duplicates, a.in.rejects, a.stats_json};
+  for (int i = 0; i < a.output_shards; ++i) outputs.push_back(ShardPath(a.output, i, a.output_shards));
+  NEARDUP_RETURN_IF_ERROR(CheckDistinctOutputs(outputs));
   for (const std::string& in : a.in.inputs) {
-    std::vector<std::string> outputs{a.duplicates, a.in.rejects, a.stats_json};
-    for (int i = 0; i < a.output_shards; ++i) outputs.push_back(ShardPath(a.output, i, a.output_shards));
     for (const std::string& out : outputs) NEARDUP_RETURN_IF_ERROR(CheckNotInput(in, out));
   }
   return CheckSaveIsNotLoaded(a.load_index, a.save_index);
@@ -1740,7 +1782,12 @@ Status CheckCheckpointArgs(const StagedDedupArgs& a) {
 // holds another run's rounds.
 Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
   if (a.checkpoint.empty()) return std::optional<Json>();
-  const std::string path = (std::filesystem::path(a.checkpoint) / "rounds" / "rounds.json").string();
+  const CheckpointFiles files(a.checkpoint);
+  if (std::filesystem::exists(files.State())) {  // a run without --memory-limit (dedup_checkpoint.h)
+    return Status::InvalidArgument("--checkpoint " + a.checkpoint +
+                                   " holds another run (one without --memory-limit); remove it to start afresh");
+  }
+  const std::string path = files.RoundsState();
   std::ifstream in(path);
   if (!in) return std::optional<Json>();
   Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -1771,6 +1818,7 @@ Status CheckResumedInputs(const Json& state, const std::vector<ShardInfo>& shard
 // appended to, and the count restored (--max-bad-lines counts the run).
 Status ResumeBadLines(const Json& state, const StagedDedupArgs& a, BadLines& bad) {
   if (!a.in.rejects.empty()) {
+    NEARDUP_RETURN_IF_ERROR(CheckpointFiles::CheckNotShorter(a.in.rejects, state.value("rejects_bytes", off_t{0})));
     if (::truncate(a.in.rejects.c_str(), state.value("rejects_bytes", off_t{0})) != 0) {
       return Status::IOError("cannot cut " + a.in.rejects + " back to the checkpoint: " + std::strerror(errno));
     }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <span>
@@ -287,6 +288,28 @@ inline bool SameFile(const std::string& a, const std::string& b) {
 inline Status CheckNotInput(const std::string& input, const std::string& output) {
   if (SameFile(input, output)) {
     return Status::InvalidArgument("refusing to overwrite the input file " + input + " with an output");
+  }
+  return Status::OK();
+}
+
+// kInvalidArgument if two outputs name one file (by path, or an existing
+// file by identity): both would write it, each over the other's lines.
+// Empty names (no such output) and '-' are not compared.
+inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
+  auto normal = [](const std::string& p) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+    return (ec ? std::filesystem::path(p) : abs).lexically_normal();
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].empty() || outputs[i] == "-") continue;
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[j].empty() || outputs[j] == "-") continue;
+      if (normal(outputs[i]) == normal(outputs[j]) || SameFile(outputs[i], outputs[j])) {
+        return Status::InvalidArgument("two outputs name one file: " + outputs[i] +
+                                       (outputs[i] == outputs[j] ? "" : " and " + outputs[j]));
+      }
+    }
   }
   return Status::OK();
 }

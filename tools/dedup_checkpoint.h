@@ -49,6 +49,8 @@ class CheckpointFiles {
   std::string Kept(size_t file) const { return Name("kept-", file, ".ndk"); }
   std::string Clusters(size_t file) const { return Name("clusters-", file, ".jsonl"); }
   std::string State() const { return dir_ + "/state.json"; }
+  // Where a --memory-limit run records its rounds (RoundCheckpoint).
+  std::string RoundsState() const { return dir_ + "/rounds/rounds.json"; }
 
   // The command line a resumed run must repeat: all of it but the options
   // that change nothing in the outputs (-q, --progress, --threads), so a
@@ -87,6 +89,13 @@ class CheckpointFiles {
   // none. kInvalidArgument when it is another run's (other command line or
   // inputs), kCorruption when it cannot be parsed.
   Result<std::optional<nlohmann::json>> Load(const std::vector<InputFile>& inputs) const {
+    // A --memory-limit run's rounds (tools/cmd_stage.cc, RoundCheckpoint)
+    // are another run: resuming this one over them, or starting afresh and
+    // leaving them, would let a later run cut back outputs it did not write.
+    if (std::filesystem::exists(RoundsState())) {
+      return Status::InvalidArgument("--checkpoint " + dir_ +
+                                     " holds another run (one with --memory-limit); remove it to start afresh");
+    }
     std::ifstream in(State());
     if (!in) return std::optional<nlohmann::json>();
     std::stringstream ss;
@@ -124,6 +133,21 @@ class CheckpointFiles {
     std::remove(LockPath().c_str());
     std::error_code ec;
     std::filesystem::remove(dir_, ec);  // fails, harmlessly, when not empty
+  }
+
+  // An output a resumed run cuts back to `recorded` bytes and appends to must
+  // hold at least that many: truncate() would pad a shorter one with zero
+  // bytes (it was cut or replaced since the checkpoint). kCorruption then.
+  static Status CheckNotShorter(const std::string& path, off_t recorded) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      return Status::IOError("cannot cut " + path + " back to the checkpoint: " + std::strerror(errno));
+    }
+    if (st.st_size < recorded) {
+      return Status::Corruption(path + " is shorter (" + std::to_string(st.st_size) + " bytes) than the checkpoint recorded (" +
+                                std::to_string(recorded) + "): changed since; remove the checkpoint to start afresh");
+    }
+    return Status::OK();
   }
 
   // `content` to `path` through `path`.tmp, fsynced, renamed, and the

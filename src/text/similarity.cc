@@ -191,15 +191,18 @@ void ComputeSketch(std::string_view text, int n, ShingleSketch* out) {
   thread_local std::vector<uint32_t> values;
   SimilarityCodePoints(text, &cps);
   values.clear();
-  if (!cps.empty()) {
-    const size_t len = static_cast<size_t>(std::clamp(n, kMinShingleSize, kMaxShingleSize));
-    if (cps.size() < len) {
-      values.push_back(static_cast<uint32_t>(ShingleHash(cps.data(), cps.size()) >> 32));
-    } else {
-      values.resize(cps.size() - len + 1);
-      for (size_t i = 0; i < values.size(); ++i) {
-        values[i] = static_cast<uint32_t>(ShingleHash(cps.data() + i, len) >> 32);
-      }
+  const size_t len = static_cast<size_t>(std::clamp(n, kMinShingleSize, kMaxShingleSize));
+  if (cps.size() < len) {
+    // A text shorter than n is one whole-text shingle. An empty one too (the
+    // hash of no code points, which no n-gram has): without a sketch it would
+    // be matched by fingerprint distance alone, and every text whose
+    // normalized form is empty ("!!!", "???") would then be its duplicate
+    // with similarity 1 through the equal content hash.
+    values.push_back(static_cast<uint32_t>(ShingleHash(cps.data(), cps.size()) >> 32));
+  } else {
+    values.resize(cps.size() - len + 1);
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = static_cast<uint32_t>(ShingleHash(cps.data() + i, len) >> 32);
     }
   }
   SmallestDistinct(values, kSketchSize, &out->mins);

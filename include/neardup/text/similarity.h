@@ -11,7 +11,9 @@
 // change to steps 1-3 is a new kSketchVersion, to step 4 a new kAnchorScheme):
 //  1. The n-grams of the text's similarity text, exactly as text/shingles.h
 //     defines them (NFKC_Casefold, white space collapsed, punctuation kept,
-//     n code points; a shorter non-empty text is one n-gram).
+//     n code points; a shorter text is one n-gram, the whole text, and an
+//     empty text one n-gram of no code points: since 2026-11-28, before which
+//     it had no sketch).
 //  2. A value per n-gram: the upper 32 bits of ShingleHash (shingles.h).
 //  3. num_shingles = the number of distinct values (|A|); mins = the
 //     kSketchSize smallest distinct values, ascending ("bottom-k"). A text
@@ -82,7 +84,7 @@ struct ShingleSketch {
   uint32_t num_shingles = 0;   // distinct shingle hashes of the text, exact
   std::vector<uint32_t> mins;  // the min(kSketchSize, num_shingles) smallest, strictly ascending
   std::vector<uint32_t> anchors;  // SketchAnchors(mins): at most kAnchorCount, distinct
-  // A text that yields no shingle (empty) or an unknown sketch.
+  // An unknown sketch (a legacy document): every computed one has a shingle.
   bool empty() const { return num_shingles == 0; }
   // mins holds every shingle of the text.
   bool complete() const { return num_shingles <= kSketchSize; }
