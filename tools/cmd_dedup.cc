@@ -356,11 +356,7 @@ class DedupRun {
     if (!resume_) return Status::OK();
     const nlohmann::json& sizes = (*resume_)["outputs"];
     if (!sizes.contains(path)) return Status::Corruption(checkpoint_->State() + ": no size recorded for " + path);
-    NEARDUP_RETURN_IF_ERROR(CheckpointFiles::CheckNotShorter(path, sizes[path].get<off_t>()));
-    if (::truncate(path.c_str(), sizes[path].get<off_t>()) != 0) {
-      return Status::IOError("cannot cut " + path + " back to the checkpoint: " + std::strerror(errno));
-    }
-    return Status::OK();
+    return CheckpointFiles::CutBack(path, sizes[path].get<off_t>());
   }
 
   // The outputs written as the run goes, by name.
@@ -643,8 +639,7 @@ int RunDedup(const DedupFlags& f) {
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
   if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
-  std::vector<std::string> outputs{f.duplicates, f.clusters, f.stats_json, f.in.rejects};
-  for (int i = 0; i < f.output_shards; ++i) outputs.push_back(ShardPath(f.output, i, f.output_shards));
+  const auto outputs = OutputPaths({f.duplicates, f.clusters, f.stats_json, f.in.rejects}, f.output, f.output_shards);
   if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));

@@ -1312,9 +1312,7 @@ int RunFilter(const FilterFlags& f) {
     if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);
   }
   if (Status st = CheckNotInput(f.input, f.duplicates); !st.ok()) return Fail(st);
-  std::vector<std::string> outputs{f.duplicates};
-  for (int i = 0; i < f.output_shards; ++i) outputs.push_back(ShardPath(f.output, i, f.output_shards));
-  if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
+  if (Status st = CheckDistinctOutputs(OutputPaths({f.duplicates}, f.output, f.output_shards)); !st.ok()) return Fail(st);
   auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
   if (!in.ok()) return Fail(in.status());
   const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
@@ -1666,8 +1664,7 @@ Status SpoolReadableOnce(const ScratchDir& dir, std::vector<std::string>* inputs
 // What --memory-limit refuses before it opens anything: an output that would
 // overwrite an input.
 Status CheckRoundInputs(const StagedDedupArgs& a) {
-  std::vector<std::string> outputs{a.duplicates, a.in.rejects, a.stats_json};
-  for (int i = 0; i < a.output_shards; ++i) outputs.push_back(ShardPath(a.output, i, a.output_shards));
+  const auto outputs = OutputPaths({a.duplicates, a.in.rejects, a.stats_json}, a.output, a.output_shards);
   NEARDUP_RETURN_IF_ERROR(CheckDistinctOutputs(outputs));
   for (const std::string& in : a.in.inputs) {
     for (const std::string& out : outputs) NEARDUP_RETURN_IF_ERROR(CheckNotInput(in, out));
@@ -1818,10 +1815,7 @@ Status CheckResumedInputs(const Json& state, const std::vector<ShardInfo>& shard
 // appended to, and the count restored (--max-bad-lines counts the run).
 Status ResumeBadLines(const Json& state, const StagedDedupArgs& a, BadLines& bad) {
   if (!a.in.rejects.empty()) {
-    NEARDUP_RETURN_IF_ERROR(CheckpointFiles::CheckNotShorter(a.in.rejects, state.value("rejects_bytes", off_t{0})));
-    if (::truncate(a.in.rejects.c_str(), state.value("rejects_bytes", off_t{0})) != 0) {
-      return Status::IOError("cannot cut " + a.in.rejects + " back to the checkpoint: " + std::strerror(errno));
-    }
+    NEARDUP_RETURN_IF_ERROR(CheckpointFiles::CutBack(a.in.rejects, state.value("rejects_bytes", off_t{0})));
   }
   NEARDUP_RETURN_IF_ERROR(bad.Open(a.in, a.quiet, /*append=*/true));
   bad.RestoreCount(state.value("bad_lines", uint64_t{0}));

@@ -135,17 +135,17 @@ class CheckpointFiles {
     std::filesystem::remove(dir_, ec);  // fails, harmlessly, when not empty
   }
 
-  // An output a resumed run cuts back to `recorded` bytes and appends to must
-  // hold at least that many: truncate() would pad a shorter one with zero
-  // bytes (it was cut or replaced since the checkpoint). kCorruption then.
-  static Status CheckNotShorter(const std::string& path, off_t recorded) {
+  // Cuts an output of a resumed run back to the `recorded` bytes it had at
+  // the checkpoint. A shorter one (cut or replaced since) is kCorruption:
+  // truncate() would pad it with zero bytes.
+  static Status CutBack(const std::string& path, off_t recorded) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-      return Status::IOError("cannot cut " + path + " back to the checkpoint: " + std::strerror(errno));
-    }
-    if (st.st_size < recorded) {
+    if (::stat(path.c_str(), &st) == 0 && st.st_size < recorded) {
       return Status::Corruption(path + " is shorter (" + std::to_string(st.st_size) + " bytes) than the checkpoint recorded (" +
                                 std::to_string(recorded) + "): changed since; remove the checkpoint to start afresh");
+    }
+    if (::truncate(path.c_str(), recorded) != 0) {
+      return Status::IOError("cannot cut " + path + " back to the checkpoint: " + std::strerror(errno));
     }
     return Status::OK();
   }

@@ -40,6 +40,13 @@ inline std::string ShardPath(const std::string& output, int shard, int shards) {
   return p;
 }
 
+// The files a run writes: `others` (empty = not given) and the output's
+// shards (ShardPath).
+inline std::vector<std::string> OutputPaths(std::vector<std::string> others, const std::string& output, int shards) {
+  for (int i = 0; i < shards; ++i) others.push_back(ShardPath(output, i, shards));
+  return others;
+}
+
 // The shards are all open at once, beside the run's other files (an input,
 // --duplicates, --rejects, checkpoint and spill files): checked before any is
 // created, rather than failing halfway with empty shards left behind.
