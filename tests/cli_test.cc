@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/strict_json.h"
 #include "io/input_stream.h"
 #include "neardup/dedup/dedup.h"
 #include "util/compress.h"
@@ -796,6 +797,34 @@ TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
   WriteFile(Path("empty.jsonl"), "{}\n{ }\n");
   ASSERT_EQ(Run("dedup -i " + Path("empty.jsonl") + " --text-field id -o " + Path("e") + " --annotate x"), 4);
   EXPECT_EQ(Run("dedup --format lines -i " + kSampleLines + " -o " + Path("l") + " --annotate x"), 2);
+}
+
+// Regression: a record that already had the field got it twice (the old
+// value first), so annotating an annotated file gave records that readers
+// resolve differently.
+TEST_F(CliTest, AnnotateReplacesAFieldTheRecordAlreadyHas) {
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("once") + " --annotate nd"), 0) << err_;
+  ASSERT_EQ(Run("dedup -i " + Path("once") + " -o " + Path("twice") + " --annotate nd"), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("twice")), ReadFile(Path("once")));
+  WriteFile(Path("in.jsonl"),
+            "{\"id\":1,\"nd\":\"old\",\"text\":\"alpha beta gamma delta\"}\n"
+            "{ \"n\\u0064\" : [1,{\"nd\":2}] , \"id\":2, \"text\":\"alpha beta gamma delta\", \"nd\":{\"a\":\"}\"} }\n"
+            "{\"meta\":{\"nd\":\"nested, kept\"},\"text\":\"something else, \\\"nd\\\": entirely\",\"id\":3,\"nd\":null}\n"
+            "{\"nd\":1e400}\n");
+  ASSERT_EQ(Run("dedup -i " + Path("in.jsonl") + " -o " + Path("ann") + " --annotate nd --text-field text"), 0) << err_;
+  const auto lines = Lines(ReadFile(Path("ann")));
+  ASSERT_EQ(lines.size(), 3u) << ReadFile(Path("ann"));  // the last line has no text: a bad line
+  for (const std::string& line : lines) {
+    std::string duplicate;
+    const auto j = neardup::ParseJsonRejectingDuplicates(line, &duplicate);
+    ASSERT_TRUE(j.is_object()) << line;
+    EXPECT_EQ(duplicate, "") << line;
+    ASSERT_TRUE(j["nd"].is_object()) << line;
+    EXPECT_TRUE(j["nd"].contains("kept")) << line;
+  }
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["nd"]["duplicate_of"], 1);
+  EXPECT_EQ(nlohmann::json::parse(lines[2])["meta"]["nd"], "nested, kept");
+  EXPECT_EQ(nlohmann::json::parse(lines[2])["text"], "something else, \"nd\": entirely");
 }
 
 TEST_F(CliTest, ProgressLinesGoToAnyStderr) {

@@ -131,6 +131,24 @@ TEST(Jsonl, InvalidJson) {
   }
 }
 
+// Regression: simdjson refuses a number a double cannot hold, and such a
+// record (valid JSON) was reported as "invalid JSON".
+TEST(Jsonl, NumbersPastADoubleAreValidJson) {
+  for (const char* extra : {"1e400", "-1e400", "1E+999", "123456789012345678901234567890123456789e300", "0.5e-999",
+                            "-0", "1e999999999999999999999"}) {
+    const std::string line = std::string(R"({"id":1,"text":"x","n":)") + extra + "}";
+    auto p = ParseLine(line);
+    EXPECT_TRUE(p.ok) << line << ": " << p.error;
+  }
+  auto p = ParseLine(R"({"id":1e400,"text":"x"})");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.id, "1e400");
+  for (const char* extra : {"1e", "1e+", "-", "--1", "1.e5", ".5", "+1", "0x10", "1e400x", "Infinity", "NaN", "00"}) {
+    const std::string line = std::string(R"({"id":1,"text":"x","n":)") + extra + "}";
+    EXPECT_FALSE(ParseLine(line).ok) << line;
+  }
+}
+
 TEST(Jsonl, NotAnObject) {
   for (const char* line : {"[1,2]", "42", "\"text\"", "null", "true"}) {
     auto p = ParseLine(line);

@@ -226,11 +226,75 @@ inline Result<std::vector<DedupDecision>> DecideLongestFirst(Deduplicator& dedup
   return decisions;
 }
 
-// The line of a JSONL record with `field` added: {"kept": true}, or the
-// duplicate's decision. The record parsed as a JSON object, so its last '}'
-// closes it.
-inline void WriteAnnotated(std::FILE* out, std::string_view line, const std::string& field, const DedupDecision& d,
+// ---- --annotate ------------------------------------------------------------
+
+// The end of the JSON value that starts at line[i]. The line parsed as JSON,
+// so brackets balance outside strings.
+inline size_t JsonValueEnd(std::string_view line, size_t i) {
+  int depth = 0;
+  for (; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"') {
+      for (++i; line[i] != '"'; ++i) i += line[i] == '\\';
+      if (depth == 0) return i + 1;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i;  // the end of a scalar that was the last member
+      if (--depth == 0) return i + 1;
+    } else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+      return i;  // the end of a number, true, false or null
+    }
+  }
+  return i;
+}
+
+// A JSONL record (a line that parsed as one JSON object) without its
+// top-level members named `field`, so that annotating an annotated file
+// replaces the earlier decision instead of repeating the key (which most
+// JSON readers resolve to the first or to the last, unpredictably).
+inline std::string WithoutMember(std::string_view line, const std::string& field) {
+  const std::string key = nlohmann::json(field).dump();
+  // A key spelled with escapes ("\u0069d") has a backslash somewhere.
+  if (line.find(key) == std::string_view::npos && line.find('\\') == std::string_view::npos) return std::string(line);
+  auto skip_space = [&](size_t i) { return line.find_first_not_of(" \t\r\n", i); };
+  // Each member's bytes, and the separator after it (", " as written).
+  struct Member {
+    size_t begin, end, next;
+    bool named;
+  };
+  std::vector<Member> members;
+  size_t i = skip_space(line.find('{') + 1);
+  const size_t first = i;
+  while (line[i] == '"') {
+    const size_t begin = i, key_end = JsonValueEnd(line, i);
+    const std::string_view raw_key = line.substr(i, key_end - i);
+    const size_t end = JsonValueEnd(line, skip_space(skip_space(key_end) + 1));  // the value, past ':'
+    const bool named = raw_key.find('\\') == std::string_view::npos
+                           ? raw_key == key
+                           : nlohmann::json::parse(raw_key).get<std::string>() == field;
+    i = skip_space(end);
+    if (line[i] == ',') i = skip_space(i + 1);
+    members.push_back(Member{begin, end, i, named});
+  }
+  std::string out(line.substr(0, first));
+  size_t last = std::string::npos;  // the last member kept
+  for (size_t m = 0; m < members.size(); ++m) {
+    if (members[m].named) continue;
+    if (last != std::string::npos) out.append(line.substr(members[last].end, members[last].next - members[last].end));
+    out.append(line.substr(members[m].begin, members[m].end - members[m].begin));
+    last = m;
+  }
+  out.append(line.substr(members.empty() ? first : members.back().end));
+  return out;
+}
+
+// The line of a JSONL record with `field` set: {"kept": true}, or the
+// duplicate's decision. A member already named `field` is replaced. The
+// record parsed as a JSON object, so its last '}' closes it.
+inline void WriteAnnotated(std::FILE* out, std::string_view given, const std::string& field, const DedupDecision& d,
                            std::string_view of) {
+  const std::string line = WithoutMember(given, field);
   size_t end = line.find_last_of('}');
   const size_t open = line.find('{');
   const bool empty = line.find_first_not_of(" \t\r\n", open + 1) == end;

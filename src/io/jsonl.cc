@@ -22,6 +22,33 @@ std::string_view StripTrailingWhitespace(std::string_view s) {
   return s;
 }
 
+// True if `token` is a number by JSON's grammar (RFC 8259, section 6):
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool IsJsonNumber(std::string_view token) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+    return i > start;
+  };
+  if (i < token.size() && token[i] == '-') ++i;
+  if (i < token.size() && token[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < token.size() && token[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == token.size();
+}
+
 // Fully consumes (and so validates) one value. simdjson's max depth bounds the
 // recursion.
 error_code Validate(od::value value) {
@@ -52,7 +79,9 @@ error_code Validate(od::value value) {
     }
     case od::json_type::number: {
       double d;
-      return value.get_double().get(d);
+      const error_code err = value.get_double().get(d);
+      // simdjson refuses numbers a double cannot hold (1e400); JSON does not.
+      return err && IsJsonNumber(StripTrailingWhitespace(value.raw_json_token())) ? simdjson::SUCCESS : err;
     }
     case od::json_type::string: {
       std::string_view s;
