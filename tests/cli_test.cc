@@ -799,6 +799,20 @@ TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
   EXPECT_EQ(Run("dedup --format lines -i " + kSampleLines + " -o " + Path("l") + " --annotate x"), 2);
 }
 
+// Regression: an empty run's summary gave "per kept document 19480.0 B" (the
+// empty tables over one document), and a --memory-limit run's summary was
+// labelled "neardup stage decide", a command the user did not run.
+TEST_F(CliTest, SummariesOfAnEmptyRunAndOfRoundsNameWhatTheyCount) {
+  WriteFile(Path("empty.jsonl"), "");
+  ASSERT_EQ(Run("dedup -i " + Path("empty.jsonl") + " -o " + Path("k")), 0) << err_;
+  EXPECT_NE(err_.find("(none kept)"), std::string::npos) << err_;
+  EXPECT_EQ(err_.find("per kept document"), std::string::npos) << err_;
+  ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("k") + " --memory-limit 1G --spill-dir " + dir_), 0) << err_;
+  EXPECT_EQ(err_.find("stage decide"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("neardup dedup --memory-limit: round 1 decided"), std::string::npos) << err_;
+  EXPECT_NE(err_.find(" documents in 1 input: "), std::string::npos) << err_;
+}
+
 // Regression: a record that already had the field got it twice (the old
 // value first), so annotating an annotated file gave records that readers
 // resolve differently.

@@ -84,7 +84,8 @@ nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double se
 // memory of a large run goes; process RSS adds buffers and the heap's slack).
 std::string MemoryText(const Deduplicator& dedup) {
   const NearDupSet::MemoryUse m = dedup.Memory();
-  const double kept = static_cast<double>(std::max<uint64_t>(dedup.stats().kept, 1));
+  if (dedup.stats().kept == 0) return "0.0 MB of documents (none kept)";
+  const double kept = static_cast<double>(dedup.stats().kept);
   auto per = [kept](size_t bytes) { return static_cast<double>(bytes) / kept; };
   char b[256];
   std::snprintf(b, sizeof b,

@@ -347,6 +347,7 @@ struct DecideFlags {
   bool quiet = false;
   struct RoundCheckpoint* checkpoint = nullptr;  // dedup --memory-limit --checkpoint (no flag of stage decide)
   std::function<double()> fraction_read;         // dedup: the share of the input bytes read (progress)
+  const char* command = "neardup stage decide";  // the summary lines' label; its shards are "inputs" otherwise
 };
 
 // The decision file of shard i in DIR (the name the driver passes to filter).
@@ -768,6 +769,7 @@ struct Rounds {
   // The share of the inputs' bytes read so far (dedup: it reads the inputs),
   // or null: round 1's estimate of the number of documents.
   std::function<double()> fraction_read;
+  const char* command = "neardup stage decide";  // the label of the rounds' lines
 };
 
 // The number of documents, once round 1 has counted them; until then an
@@ -1041,7 +1043,7 @@ Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideSt
     NEARDUP_ASSIGN_OR_RETURN(const uint64_t next, DecideRound(**dedup, start, in.get(), &out, st, r));
     AddStats((*dedup)->stats(), &total);
     if (!quiet) {
-      std::fprintf(stderr, "neardup stage decide: round %d decided documents %llu to %llu (%.1f MB held), %.1f s\n",
+      std::fprintf(stderr, "%s: round %d decided documents %llu to %llu (%.1f MB held), %.1f s\n", r.command,
                    r.rounds, static_cast<unsigned long long>(start), static_cast<unsigned long long>(next),
                    static_cast<double>(HeldBytes(**dedup, st)) / 1e6, Since(t0));
     }
@@ -1151,6 +1153,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
     rounds.progress_seconds = f.quiet ? 0 : f.progress_seconds;
     rounds.checkpoint = f.checkpoint;
     rounds.fraction_read = f.fraction_read;
+    rounds.command = f.command;
     auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
     if (!decided.ok()) return Fail(decided.status());
     s = *decided;
@@ -1188,8 +1191,10 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
     if (Status st = FinishOutput(std::move(out).value(), f.stats_json); !st.ok()) return Fail(st);
   }
   if (!f.quiet) {
-    std::fprintf(stderr, "neardup stage decide: %llu documents in %llu shards: %llu kept, %llu duplicates, %.3f s\n",
+    const bool staged = std::string_view(f.command) == "neardup stage decide";
+    std::fprintf(stderr, "%s: %llu documents in %llu %s%s: %llu kept, %llu duplicates, %.3f s\n", f.command,
                  static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(totals.counts.files),
+                 staged ? "shard" : "input", totals.counts.files == 1 ? "" : "s",
                  static_cast<unsigned long long>(s.kept), static_cast<unsigned long long>(s.duplicates()), seconds);
   }
   if (totals.counts.bad_lines > 0 && s.documents == 0) {
@@ -1889,6 +1894,7 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   d.sketch_dir = a.sketch_dir, d.load_index = a.load_index;
   d.threads = a.threads, d.memory_limit = a.memory_limit, d.spill_dir = (*dir)->path(), d.quiet = a.quiet;
   d.progress_seconds = a.progress_seconds;
+  d.command = "neardup dedup --memory-limit";
   d.checkpoint = a.checkpoint.empty() ? nullptr : &checkpoint;
   d.fraction_read = [&inputs] { return inputs.FractionRead(); };
   const int decided = DecideRun(d, &shards, [&](size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each) {
