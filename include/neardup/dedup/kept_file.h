@@ -15,7 +15,8 @@
 // truncation, a record running past the end, a checksum mismatch; the reader
 // checks the checksum before it returns OK, so a caller must not act on the
 // records before ReadKeptFile returns), kFailedPrecondition (scheme or shingle
-// size differ from the reader's).
+// size differ from the reader's, in a file whose checksum holds: a damaged
+// header is kCorruption).
 //
 // Thread-safety: a KeptFileWriter is used by one thread; ReadKeptFile calls
 // `each` on the calling thread.
