@@ -645,11 +645,15 @@ TEST_F(StageTest, MemoryLimitShowsProgressInRounds) {
 // Found in review: SIGTERM left the scratch directory (its decision
 // records are 11 bytes per document). The run now removes it and dies of
 // the signal.
+// Regression (the outputs): they are opened at the start, so that a path
+// that cannot be written fails at once, and are written at the end; a run
+// ended by a signal left them as empty files, which read as a result.
 TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   const auto inputs = RoundsCorpus(dir_);
   ASSERT_EQ(::mkdir(Path("spill").c_str(), 0755), 0);
   const std::string run = "'" + kCli + "' dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("o") +
-                          "' --memory-limit 1 -t 1 --spill-dir '" + Path("spill") + "' " + kNoStopKeys;
+                          "' -d '" + Path("d") + "' --memory-limit 1 -t 1 --spill-dir '" + Path("spill") + "' " +
+                          kNoStopKeys;
   // Waits (at most 20 s) for the scratch directory's first decision file,
   // then sends SIGTERM; the exit status is 128 + 15.
   const std::string script = run + " & pid=$!; i=0; while [ $i -lt 200 ] && ! ls '" + Path("spill") +
@@ -658,6 +662,25 @@ TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   ASSERT_EQ(std::system(script.c_str()), 0);
   EXPECT_EQ(ReadAll(Path("rc")), "143\n");
   EXPECT_TRUE(std::filesystem::is_empty(Path("spill")));
+  EXPECT_FALSE(std::filesystem::exists(Path("o")));
+  EXPECT_FALSE(std::filesystem::exists(Path("d")));
+  // With --checkpoint: the outputs go, the checkpoint stays, and the same
+  // command then finishes with the uninterrupted run's outputs.
+  ASSERT_EQ(std::system((run + " > /dev/null 2>&1").c_str()), 0);
+  const std::string kept = ReadAll(Path("o")), dups = ReadAll(Path("d"));
+  ASSERT_FALSE(dups.empty());
+  const std::string checkpointed = run + " --checkpoint '" + Path("ck") + "'";
+  const std::string stopped = checkpointed + " & pid=$!; i=0; while [ $i -lt 200 ] && ! [ -e '" +
+                              Path("ck/rounds/rounds.json") + "' ]; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; "
+                              "wait $pid; echo $? > '" + Path("rc") + "'";
+  ASSERT_EQ(std::system(stopped.c_str()), 0);
+  EXPECT_EQ(ReadAll(Path("rc")), "143\n");
+  EXPECT_FALSE(std::filesystem::exists(Path("o")));
+  EXPECT_FALSE(std::filesystem::exists(Path("d")));
+  EXPECT_TRUE(std::filesystem::exists(Path("ck/rounds/rounds.json")));
+  ASSERT_EQ(std::system((checkpointed + " > /dev/null 2>&1").c_str()), 0);
+  EXPECT_EQ(ReadAll(Path("o")), kept);
+  EXPECT_EQ(ReadAll(Path("d")), dups);
 }
 
 // Found in review: a run killed by SIGKILL (nothing runs then) left its

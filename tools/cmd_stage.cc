@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -1370,9 +1371,13 @@ int RunFilter(const FilterFlags& f) {
 }
 
 // SIGINT, SIGTERM or SIGHUP during `dedup --memory-limit`: its scratch
-// directory goes (with only async-signal-safe calls: getdents64, unlinkat),
-// then the process ends of the signal as it would have.
+// directory (not a --checkpoint's) and its outputs, empty until the end, go
+// (with only async-signal-safe calls: getdents64, unlinkat), then the
+// process ends of the signal as it would have.
 char g_scratch_dir[4096];
+// The outputs' paths, each ending with a NUL, then an empty one; published
+// once complete (RoundOutputs).
+std::atomic<const char*> g_outputs{nullptr};
 
 void RemoveTreeAt(int dirfd, int depth) {
   struct Dirent64 {
@@ -1402,8 +1407,13 @@ void RemoveTreeAt(int dirfd, int depth) {
 }
 
 extern "C" void RemoveScratchOnSignal(int sig) {
-  const int fd = ::open(g_scratch_dir, O_RDONLY | O_DIRECTORY);
+  const int fd = g_scratch_dir[0] != 0 ? ::open(g_scratch_dir, O_RDONLY | O_DIRECTORY) : -1;
   if (fd >= 0) RemoveTreeAt(fd, 2), ::close(fd), ::rmdir(g_scratch_dir);
+  for (const char* p = g_outputs.load(); p != nullptr && *p != 0;) {
+    ::unlink(p);
+    while (*p++ != 0) {
+    }
+  }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -1474,9 +1484,8 @@ class ScratchDir {
     return d;
   }
   ~ScratchDir() {
-    if (temporary_) {
-      for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
-    }
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    g_scratch_dir[0] = 0;
     std::error_code ec;
     if (temporary_ || done_) std::filesystem::remove_all(path_, ec);
     if (!temporary_ && done_) {
@@ -1499,8 +1508,7 @@ class ScratchDir {
 
  private:
   ScratchDir(std::string path, bool temporary) : path_(std::move(path)), temporary_(temporary) {
-    if (!temporary) return;
-    std::snprintf(g_scratch_dir, sizeof g_scratch_dir, "%s", path_.c_str());
+    if (temporary) std::snprintf(g_scratch_dir, sizeof g_scratch_dir, "%s", path_.c_str());
     struct sigaction on {};
     on.sa_handler = RemoveScratchOnSignal;
     sigemptyset(&on.sa_mask);
@@ -1530,6 +1538,11 @@ class RoundOutputs {
       paths_.push_back(a.duplicates);
       NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(a.duplicates));
     }
+    for (const std::string& path : paths_) {
+      if (path != "-") names_ += path + '\0';
+    }
+    names_ += '\0';
+    g_outputs.store(names_.c_str());
     return Status::OK();
   }
 
@@ -1552,9 +1565,13 @@ class RoundOutputs {
     return Status::OK();
   }
   // The run succeeded: the outputs stay.
-  void Keep() { done_ = true; }
+  void Keep() {
+    g_outputs.store(nullptr);
+    done_ = true;
+  }
 
   ~RoundOutputs() {
+    g_outputs.store(nullptr);
     if (done_) return;
     outs_.clear(), dups_.reset();
     for (const std::string& path : paths_) {
@@ -1564,6 +1581,7 @@ class RoundOutputs {
 
  private:
   std::vector<std::string> paths_;
+  std::string names_;  // paths_ for the signal handler (g_outputs)
   std::vector<FilePtr> outs_;
   FilePtr dups_;
   bool done_ = false;
