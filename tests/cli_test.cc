@@ -799,6 +799,35 @@ TEST_F(CliTest, AnnotateWritesEveryRecordWithItsDecision) {
   EXPECT_EQ(Run("dedup --format lines -i " + kSampleLines + " -o " + Path("l") + " --annotate x"), 2);
 }
 
+// Regression: with several inputs, ids that are line numbers (--format
+// lines, --id-field '') were each input's own, so {"id": 2, "duplicate_of":
+// 1} could name lines of either file. They are now "INPUT:LINE" strings; one
+// input keeps plain numbers. The rounds of --memory-limit agree.
+TEST_F(CliTest, LineNumberIdsOfSeveralInputsNameTheirInput) {
+  WriteFile(Path("l1.txt"), "alpha beta gamma delta epsilon\nunique one here\n");
+  WriteFile(Path("l2.txt"), "unique two there\nalpha beta gamma delta epsilon\n");
+  const std::string two = " -i " + Path("l1.txt") + " -i " + Path("l2.txt");
+  ASSERT_EQ(Run("dedup -q --format lines" + two + " -o " + Path("k") + " -d " + Path("d")), 0) << err_;
+  const std::string want = "{\"id\": \"" + Path("l2.txt") + ":2\", \"duplicate_of\": \"" + Path("l1.txt") + ":1\", ";
+  EXPECT_EQ(ReadFile(Path("d")).substr(0, want.size()), want) << ReadFile(Path("d"));
+  ASSERT_EQ(Run("dedup -q --format lines" + two + " -o " + Path("k2") + " -d " + Path("d2") + " --memory-limit 1G"),
+            0) << err_;
+  EXPECT_EQ(ReadFile(Path("d2")), ReadFile(Path("d")));
+  WriteFile(Path("j1.jsonl"), "{\"text\":\"alpha beta gamma delta epsilon\"}\n");
+  WriteFile(Path("j2.jsonl"), "{\"text\":\"alpha beta gamma delta epsilon\"}\n");
+  ASSERT_EQ(Run("dedup -q --id-field '' -i " + Path("j1.jsonl") + " -i " + Path("j2.jsonl") + " -o " + Path("k3") +
+                " -d " + Path("d3")),
+            0) << err_;
+  const std::string want3 = "{\"id\": \"" + Path("j2.jsonl") + ":1\", \"duplicate_of\": \"" + Path("j1.jsonl") + ":1\", ";
+  EXPECT_EQ(ReadFile(Path("d3")).substr(0, want3.size()), want3) << ReadFile(Path("d3"));
+  ASSERT_EQ(Run("dedup -q --format lines -i " + Path("l2.txt") + " -o " + Path("k4") + " -d " + Path("d4")), 0);
+  EXPECT_EQ(ReadFile(Path("d4")), "");
+  WriteFile(Path("l5.txt"), "same words in this line\nsame words in this line\n");
+  ASSERT_EQ(Run("dedup -q --format lines -i " + Path("l5.txt") + " -o " + Path("k5") + " -d " + Path("d5")), 0);
+  const std::string want5 = "{\"id\": 2, \"duplicate_of\": 1, ";
+  EXPECT_EQ(ReadFile(Path("d5")).substr(0, want5.size()), want5);
+}
+
 // Regression: an empty run's summary gave "per kept document 19480.0 B" (the
 // empty tables over one document), and a --memory-limit run's summary was
 // labelled "neardup stage decide", a command the user did not run.

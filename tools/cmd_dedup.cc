@@ -146,7 +146,7 @@ class DedupRun {
     std::vector<DocSignature> batch_sigs;
     for (const InputFile& file : inputs) {
       NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(file.path));
-      RecordReader reader(std::move(in), ToReaderOptions(f_.in));
+      RecordReader reader(std::move(in), ToReaderOptions(f_.in, inputs.size() > 1 ? file.path : ""));
       for (;;) {
         NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &cur_.records));
         if (cur_.records.empty()) break;
@@ -258,7 +258,7 @@ class DedupRun {
     if (checkpoint_) {
       NEARDUP_ASSIGN_OR_RETURN(segment_, KeptFileWriter::Create(checkpoint_->Kept(files_done_), SchemeOf(dedup_)));
     }
-    RecordReader reader(std::move(in), ToReaderOptions(f_.in));
+    RecordReader reader(std::move(in), ToReaderOptions(f_.in, files_ > 1 ? name : ""));
     Batch next;
     std::future<void> ahead;  // uses reader and next: declared after them, so waited for first
     Prepare(reader, &cur_, threads_);

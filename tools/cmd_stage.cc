@@ -200,11 +200,12 @@ Json SignaturesHeader(const RunSettings& run, uint64_t scheme_id, const std::str
 // gets them with an empty signature (a round that starts past them).
 // *bytes_read, when given, follows the bytes read from the file (compressed
 // as they are), a batch at a time: progress.
+// `id_source`: as ToReaderOptions'.
 template <typename Each>
-Result<Json> AnalyzeInput(const RunSettings& run, std::unique_ptr<InputStream> in, int threads, size_t batch_size,
-                          Deduplicator& analyzer, BadLines& bad, bool* stopped, Each&& each, uint64_t skip = 0,
-                          uint64_t* bytes_read = nullptr) {
-  RecordReader reader(std::move(in), ToReaderOptions(run.in));
+Result<Json> AnalyzeInput(const RunSettings& run, std::unique_ptr<InputStream> in, const std::string& id_source,
+                          int threads, size_t batch_size, Deduplicator& analyzer, BadLines& bad, bool* stopped,
+                          Each&& each, uint64_t skip = 0, uint64_t* bytes_read = nullptr) {
+  RecordReader reader(std::move(in), ToReaderOptions(run.in, id_source));
   LineDigest digest;
   std::vector<InputRecord> batch;
   std::vector<std::string_view> texts;
@@ -308,7 +309,8 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
 
   bool stopped = false;
   std::string record;
-  auto summary = AnalyzeInput(f.run, std::move(in).value(), ResolveThreads(f.threads), f.batch_size, dedup, bad,
+  auto summary = AnalyzeInput(f.run, std::move(in).value(), f.shards > 1 ? path : "", ResolveThreads(f.threads),
+                              f.batch_size, dedup, bad,
                               &stopped, [&](StagedDoc& doc) {
                                 record.clear();
                                 EncodeStagedDoc(doc, &record);
@@ -1731,7 +1733,8 @@ class AnalyzedInputs {
     if (a_.in.inputs.size() > 1) bad.SetSource(names_[s]);
     NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(path));
     NEARDUP_ASSIGN_OR_RETURN(Json summary,
-                             AnalyzeInput(run_, std::move(in), a_.threads, a_.batch_size, analyzer_, bad, &stopped_, each,
+                             AnalyzeInput(run_, std::move(in), a_.in.inputs.size() > 1 ? names_[s] : "", a_.threads,
+                                          a_.batch_size, analyzer_, bad, &stopped_, each,
                                           skip, first ? &reading_ : nullptr));
     if (stopped_) return Status::InvalidArgument("bad input lines stopped the run");
     if (first) read_bytes_ += header["input_bytes"].get<uint64_t>(), reading_ = 0;

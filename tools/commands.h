@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -236,8 +237,14 @@ inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input
       ->capture_default_str();
 }
 
-inline RecordReaderOptions ToReaderOptions(const InputFlags& f) {
+// `id_source`: in a run of several inputs, the input's name as given, which
+// line-numbered ids ("a.txt:3") then start with; else empty (the number).
+inline RecordReaderOptions ToReaderOptions(const InputFlags& f, const std::string& id_source = "") {
   RecordReaderOptions options;
+  if (!id_source.empty()) {
+    options.line_id_prefix = nlohmann::json(id_source + ":").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    options.line_id_prefix.pop_back();  // the closing '"': the number comes first
+  }
   options.format = f.format == "lines" ? InputFormat::kLines : InputFormat::kJsonl;
   options.id_field = f.id_field;
   options.text_field = f.text_field;

@@ -411,10 +411,15 @@ void RecordReader::ParseLines(size_t begin, size_t end, std::vector<InputRecord>
     r.id.swap(record.id);
     r.parsed_text.swap(record.text);
     r.kind = ok ? InputRecord::Kind::kDocument : InputRecord::Kind::kBad;
-    if (ok && options_.id_field.empty()) r.id = std::to_string(r.line_number);
+    if (ok && options_.id_field.empty()) r.id = LineId(r.line_number);
     if (ok) CutText(&r);
   }
   ReleaseParser(std::move(parser));
+}
+
+std::string RecordReader::LineId(uint64_t line_number) const {
+  if (options_.line_id_prefix.empty()) return std::to_string(line_number);
+  return options_.line_id_prefix + std::to_string(line_number) + '"';
 }
 
 Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch) {
@@ -433,7 +438,7 @@ Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputR
   if (options_.format == InputFormat::kLines) {
     for (auto& r : *batch) {
       r.kind = InputRecord::Kind::kDocument;
-      r.id = std::to_string(r.line_number);
+      r.id = LineId(r.line_number);
       r.error.clear();
       r.parsed_text.clear();
       r.text_is_line = true;

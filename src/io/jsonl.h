@@ -132,6 +132,12 @@ struct RecordReaderOptions {
   // analyzes them, so one huge document cannot take the memory of the run;
   // InputRecord::truncated tells. 0: no limit.
   size_t max_text_bytes = size_t{1} << 20;
+  // Where a record's id is its line number (kLines, or JSONL with an empty
+  // id_field): empty, the number itself; otherwise the id is this prefix,
+  // the number and '"': the start of a JSON string such as "\"a.txt:" (an
+  // escaped one), so that the ids of a run over several files stay
+  // distinct (tools/commands.h ToReaderOptions).
+  std::string line_id_prefix;
 };
 
 // Reads lines in batches and parses them in parallel.
@@ -155,6 +161,7 @@ class RecordReader {
   void ReleaseParser(std::unique_ptr<JsonlParser> parser);
 
   void ParseLines(size_t begin, size_t end, std::vector<InputRecord>* batch);
+  std::string LineId(uint64_t line_number) const;
   void CutText(InputRecord* r) const;
 
   RecordReaderOptions options_;
