@@ -437,6 +437,18 @@ TEST_F(CliTest, PatternAndDirectoryReadTheSameOrder) {
   EXPECT_EQ(ReadFile(Path("k2")), ReadFile(Path("k1")));
 }
 
+// Regression: `stage plan -i FIFO` opened the pipe to check its compression,
+// which waits for a writer: the plan hung. A staged run reads every input
+// twice, so a pipe or standard input is refused at once.
+TEST_F(CliTest, StagePlanRefusesAPipeWithoutWaiting) {
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0644), 0);
+  // No writer ever comes: without the check this waits (timeout: exit 124).
+  ASSERT_EQ(RunShell("timeout 30 '" + kCli + "' stage plan -i " + Path("fifo"), "/dev/null"), 2);
+  EXPECT_NE(err_.find("can be read only once"), std::string::npos) << err_;
+  EXPECT_EQ(Run("stage plan -i -"), 2);
+  EXPECT_NE(err_.find("standard input"), std::string::npos) << err_;
+}
+
 TEST_F(CliTest, ManyInputsErrors) {
   WriteFile(Path("a.jsonl"), kSmall);
   std::filesystem::create_directories(Path("empty"));

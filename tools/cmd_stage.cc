@@ -164,12 +164,25 @@ struct PlanFlags {
   std::vector<std::string> inputs;
 };
 
+// True for an input that can be read only once: standard input, a pipe, a
+// character device. The rounds read every input once per round, and a
+// staged run's tasks read each twice (fingerprint, filter).
+bool ReadableOnce(const std::string& path) {
+  struct stat st {};
+  return path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
+}
+
 int RunPlan(const PlanFlags& f) {
   auto inputs = ExpandInputs(f.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
   Json j = Json::array();
   for (const InputFile& in : *inputs) {
-    if (in.path == "-") return Fail(Status::InvalidArgument("a staged run reads files, not standard input ('-')"));
+    // Checked before opening: opening a pipe with no writer waits for one.
+    if (ReadableOnce(in.path)) {
+      return Fail(Status::InvalidArgument("a staged run reads each input twice: " +
+                                          (in.path == "-" ? std::string("standard input ('-')") : in.path) +
+                                          " can be read only once (a pipe or a device); copy it to a file"));
+    }
     if (Status st = OpenInput(in.path).status(); !st.ok()) return Fail(st);
     j.push_back(Json{{"path", in.path}, {"bytes", in.size}});
   }
@@ -1648,13 +1661,6 @@ Status MoveResults(const StagedDedupArgs& a, const ScratchDir& dir) {
   }
   if (!a.stats_json.empty()) NEARDUP_RETURN_IF_ERROR(MoveInto(dir.Path("stats.json"), a.stats_json));
   return Status::OK();
-}
-
-// True for an input that can be read only once: standard input, a pipe, a
-// character device. The rounds read every input once per round.
-bool ReadableOnce(const std::string& path) {
-  struct stat st {};
-  return path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
 }
 
 // Copies an input that can be read only once into the scratch directory, as
