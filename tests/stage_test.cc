@@ -654,13 +654,16 @@ TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   const std::string run = "'" + kCli + "' dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("o") +
                           "' -d '" + Path("d") + "' --memory-limit 1 -t 1 --spill-dir '" + Path("spill") + "' " +
                           kNoStopKeys;
-  // Waits (at most 20 s) for the scratch directory's first decision file,
-  // then sends SIGTERM; the exit status is 128 + 15.
-  const std::string script = run + " & pid=$!; i=0; while [ $i -lt 200 ] && ! ls '" + Path("spill") +
-                             "'/neardup-dedup-*/dec/* >/dev/null 2>&1; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; "
-                             "wait $pid; echo $? > '" + Path("rc") + "'";
-  ASSERT_EQ(std::system(script.c_str()), 0);
-  EXPECT_EQ(ReadAll(Path("rc")), "143\n");
+  // Runs `command` in the background, waits (at most 20 s) until the shell
+  // test `ready` holds, then sends SIGTERM; the exit status is 128 + 15.
+  auto terminate_when = [&](const std::string& command, const std::string& ready) {
+    const std::string script = command + " & pid=$!; i=0; while [ $i -lt 200 ] && ! " + ready +
+                               "; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; wait $pid; echo $? > '" +
+                               Path("rc") + "'";
+    ASSERT_EQ(std::system(script.c_str()), 0);
+    EXPECT_EQ(ReadAll(Path("rc")), "143\n");
+  };
+  terminate_when(run, "ls '" + Path("spill") + "'/neardup-dedup-*/dec/* >/dev/null 2>&1");
   EXPECT_TRUE(std::filesystem::is_empty(Path("spill")));
   EXPECT_FALSE(std::filesystem::exists(Path("o")));
   EXPECT_FALSE(std::filesystem::exists(Path("d")));
@@ -670,11 +673,7 @@ TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   const std::string kept = ReadAll(Path("o")), dups = ReadAll(Path("d"));
   ASSERT_FALSE(dups.empty());
   const std::string checkpointed = run + " --checkpoint '" + Path("ck") + "'";
-  const std::string stopped = checkpointed + " & pid=$!; i=0; while [ $i -lt 200 ] && ! [ -e '" +
-                              Path("ck/rounds/rounds.json") + "' ]; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; "
-                              "wait $pid; echo $? > '" + Path("rc") + "'";
-  ASSERT_EQ(std::system(stopped.c_str()), 0);
-  EXPECT_EQ(ReadAll(Path("rc")), "143\n");
+  terminate_when(checkpointed, "[ -e '" + Path("ck/rounds/rounds.json") + "' ]");
   EXPECT_FALSE(std::filesystem::exists(Path("o")));
   EXPECT_FALSE(std::filesystem::exists(Path("d")));
   EXPECT_TRUE(std::filesystem::exists(Path("ck/rounds/rounds.json")));
