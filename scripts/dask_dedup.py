@@ -106,6 +106,9 @@ def main():
     if a.output_shards > 1 and "{shard}" not in a.output:
         print(f"dask_dedup: --output-shards {a.output_shards} needs \"{{shard}}\" in --output", file=sys.stderr)
         return 2
+    if a.output_shards == 1 and "{shard}" in a.output:
+        print("dask_dedup: --output has \"{shard}\" but --output-shards is 1", file=sys.stderr)
+        return 2
     for sub in ("sig", "dec", "out"):
         os.makedirs(os.path.join(work, sub), exist_ok=True)
 
@@ -165,7 +168,7 @@ def main():
                 return e.args[1] if len(e.args) > 1 and isinstance(e.args[1], int) else 1
         results = client.gather(fp + [de] + fi)
     for s in range(shards):
-        concatenate([p[s] for p in parts], a.output.replace("{shard}", f"{s:05d}", 1) if shards > 1 else a.output)
+        concatenate([p[s] for p in parts], a.output.replace("{shard}", f"{s:05d}") if shards > 1 else a.output)
     if a.clusters:
         concatenate([clusters], a.clusters)
     if a.duplicates:

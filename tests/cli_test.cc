@@ -745,6 +745,97 @@ TEST_F(CliTest, TwoOutputsOfOnePathAreRefused) {
   EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("y{shard}") + " --output-shards 2 -d " + Path("y00001")), 2);
 }
 
+// Regression (an adversarial test): outputs that write over what the run
+// reads or keeps were accepted, exit 0. Several outputs to standard output
+// mixed their record kinds; an output inside a --load-index directory
+// destroyed the index; one inside --save-index or --checkpoint was replaced
+// by the index or deleted with the checkpoint; `stage decide --clusters` and
+// `--stats-json` overwrote signature shards; `stage filter -o` its decision
+// file; a --load-index given twice loaded its documents twice.
+TEST_F(CliTest, OutputsThatWouldDestroyWhatTheRunReadsAreRefused) {
+  const std::string in = "dedup -q -i " + kSample;
+  EXPECT_EQ(Run(in + " -o - -d -"), 2);
+  EXPECT_NE(err_.find("standard output"), std::string::npos) << err_;
+  EXPECT_EQ(Run(in + " -o - --stats-json -"), 2);
+  ASSERT_EQ(Run(in + " -o " + Path("k") + " --save-index " + Path("idx")), 0) << err_;
+  const std::string index = ReadFile(Path("idx/kept.ndk"));
+  for (const std::string& flags :
+       {"-o " + Path("idx/kept.ndk") + " --load-index " + Path("idx"),
+        "-o " + Path("k2") + " --clusters " + Path("idx") + "/./x.jsonl --load-index " + Path("idx") + "/",
+        "-o " + Path("k2") + " -d " + Path("idx2/manifest.json") + " --save-index " + Path("idx2"),
+        "-o " + Path("ck/state.json") + " --checkpoint " + Path("ck"),
+        "-o " + Path("k2") + " --stats-json " + Path("ck/rounds/rounds.json") + " --checkpoint " + Path("ck") +
+            " --memory-limit 64M"}) {
+    EXPECT_EQ(Run(in + " " + flags), 2) << flags;
+    EXPECT_NE(err_.find("is inside the"), std::string::npos) << flags << ": " << err_;
+  }
+  EXPECT_EQ(ReadFile(Path("idx/kept.ndk")), index);
+  EXPECT_FALSE(std::filesystem::exists(Path("k2")));
+  EXPECT_EQ(Run(in + " -o " + Path("k2") + " --load-index " + Path("idx") + " --load-index " + Path("idx") + "/./"), 2);
+  EXPECT_NE(err_.find("is given twice"), std::string::npos) << err_;
+  // The staged stages.
+  ASSERT_EQ(Run("stage fingerprint -q -i " + kSample + " -o " + Path("0.sig")), 0) << err_;
+  const std::string sig = ReadFile(Path("0.sig"));
+  EXPECT_EQ(Run("stage decide -q -s " + Path("0.sig") + " -o " + Path("dec") + " --clusters " + Path("0.sig")), 2);
+  EXPECT_EQ(Run("stage decide -q -s " + Path("0.sig") + " -o " + Path("dec") + " --stats-json " + Path("0.sig")), 2);
+  EXPECT_EQ(ReadFile(Path("0.sig")), sig);
+  ASSERT_EQ(Run("stage decide -q -s " + Path("0.sig") + " -o " + Path("dec")), 0) << err_;
+  const std::string dec = ReadFile(Path("dec/00000.dec"));
+  EXPECT_EQ(Run("stage filter -q -i " + kSample + " --decisions " + Path("dec/00000.dec") + " -o " +
+                Path("dec/00000.dec")),
+            2);
+  EXPECT_EQ(ReadFile(Path("dec/00000.dec")), dec);
+  // "{shard}" names a shard of several only.
+  EXPECT_EQ(Run(in + " -o " + Path("x{shard}.jsonl")), 2);
+  EXPECT_FALSE(std::filesystem::exists(Path("x{shard}.jsonl")));
+  ASSERT_EQ(Run(in + " -o " + Path("{shard}-{shard}") + " --output-shards 2"), 0) << err_;
+  EXPECT_TRUE(std::filesystem::exists(Path("00001-00001")));
+}
+
+// Regression (an adversarial test): an input that is a pipe named by path
+// (/dev/stdin, <(zcat ...), a FIFO) was opened once to check it, which read
+// its first 64 KiB, then opened again to read the rest: documents lost,
+// exit 0 (a 10 KB input gave 0 documents). --keep longest, which reads its
+// inputs twice, gave empty outputs (or waited on a FIFO) instead of a refusal.
+TEST_F(CliTest, APipeNamedByPathIsReadWhole) {
+  ASSERT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("want") + " -d " + Path("want.d")), 0) << err_;
+  // In a subshell: RunShell's redirection of standard input is then the
+  // subshell's, not the pipe's reader's.
+  ASSERT_EQ(RunShell("(cat " + kSample + " | '" + kCli + "' dedup -q -i /dev/stdin -o " + Path("k") + " -d " +
+                         Path("d") + ")",
+                     "/dev/null"),
+            0)
+      << err_;
+  EXPECT_EQ(ReadFile(Path("k")), ReadFile(Path("want")));
+  EXPECT_EQ(ReadFile(Path("d")), ReadFile(Path("want.d")));
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0644), 0);
+  ASSERT_EQ(RunShell("(gzip -c " + kSample + " > " + Path("fifo") + " & timeout 60 '" + kCli + "' dedup -q -i " +
+                         Path("fifo") + " -o " + Path("k2") + " -d " + Path("d2") + "; rc=$?; wait; exit $rc)",
+                     "/dev/null"),
+            0)
+      << err_;
+  EXPECT_EQ(ReadFile(Path("k2")), ReadFile(Path("want")));
+  EXPECT_EQ(ReadFile(Path("d2")), ReadFile(Path("want.d")));
+  EXPECT_EQ(RunShell("(cat " + kSample + " | timeout 60 '" + kCli + "' dedup -q -i /dev/stdin -o " + Path("k3") +
+                         " --keep longest)",
+                     "/dev/null"),
+            2);
+  EXPECT_NE(err_.find("--keep longest reads the inputs twice"), std::string::npos) << err_;
+  EXPECT_EQ(RunShell("(cat " + kSample + " | timeout 60 '" + kCli + "' dedup -q -i /dev/stdin -o " + Path("k4") +
+                         " --checkpoint " + Path("ck") + ")",
+                     "/dev/null"),
+            2);
+}
+
+// Regression: a UTF-8 byte order mark before the first line made it a bad
+// line ("invalid JSON"), its document dropped.
+TEST_F(CliTest, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
+  WriteFile(Path("bom.jsonl"), "\xEF\xBB\xBF{\"id\":1,\"text\":\"first line\"}\n{\"id\":2,\"text\":\"second\"}\n");
+  ASSERT_EQ(Run("dedup -q -i " + Path("bom.jsonl") + " -o " + Path("k") + " --stats-json " + Path("s")), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("k")), "{\"id\":1,\"text\":\"first line\"}\n{\"id\":2,\"text\":\"second\"}\n");
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("s")))["bad_lines"], 0);
+}
+
 // Found in review: two runs given the same --checkpoint at once cut back
 // and overwrote each other's files. DIR/lock is held while a run lives; a
 // second run is refused (exit 2, nothing touched) and the first's state

@@ -790,6 +790,58 @@ TEST_F(StageTest, MemoryLimitRefusesWhatItCannotBound) {
   EXPECT_NE(::access(Path("out").c_str(), F_OK), 0);
 }
 
+// Regression (an adversarial test): a checkpoint recorded only how many
+// documents its --load-index directories held, so an index replaced by
+// another of as many documents between the kill and the resume was taken,
+// exit 0, and the outputs matched neither index. Both kinds of checkpoint
+// (in memory, and in rounds) now record each index file's length and
+// checksum; the resume with the index the run started with still succeeds.
+TEST_F(StageTest, CheckpointRefusesAnotherLoadIndex) {
+  const auto inputs = RoundsCorpus(dir_);
+  // Two indexes of the same documents under other ids: as many kept.
+  std::string renamed;
+  std::istringstream lines(ReadAll(kSample));
+  for (std::string l; std::getline(lines, l);) {
+    auto j = nlohmann::json::parse(l);
+    j["id"] = "other-" + j["id"].dump();
+    renamed += j.dump() + "\n";
+  }
+  WriteAll(Path("renamed.jsonl"), renamed);
+  ASSERT_EQ(Run("dedup -q -i '" + kSample + "' -o /dev/null --save-index '" + Path("a") + "'"), 0) << err_;
+  ASSERT_EQ(Run("dedup -q -i '" + Path("renamed.jsonl") + "' -o /dev/null --save-index '" + Path("b") + "'"), 0);
+  ASSERT_EQ(nlohmann::json::parse(ReadAll(Path("a/manifest.json")))["documents"],
+            nlohmann::json::parse(ReadAll(Path("b/manifest.json")))["documents"]);
+  ASSERT_NE(ReadAll(Path("a/kept.ndk")), ReadAll(Path("b/kept.ndk")));
+  for (const std::string mode : {"", " --memory-limit 1"}) {
+    SCOPED_TRACE("mode:" + mode);
+    std::filesystem::remove_all(Path("l"));
+    std::filesystem::copy(Path("a"), Path("l"));
+    const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" +
+                            Path("k") + "' -d '" + Path("d") + "' --load-index '" + Path("l") +
+                            "' --batch-size 300 --checkpoint '" + Path("ck") + "'" + mode;
+    ASSERT_EQ(Run(run), 0) << err_;
+    const std::string kept = ReadAll(Path("k")), dups = ReadAll(Path("d"));
+    // The first crash after the checkpoint has recorded something: the first
+    // input (in memory), a round (in rounds).
+    const std::string state = Path(mode.empty() ? "ck/state.json" : "ck/rounds/rounds.json");
+    for (int crash = 1; !std::filesystem::exists(state); ++crash) {
+      ASSERT_LT(crash, 100);
+      std::filesystem::remove_all(Path("ck"));
+      ASSERT_EQ(RunCrashingAfter(crash, run), 137) << err_;
+    }
+    std::filesystem::remove_all(Path("l"));
+    std::filesystem::copy(Path("b"), Path("l"));
+    EXPECT_EQ(Run(run), 2) << err_;
+    EXPECT_NE(err_.find("--load-index directories are not those the interrupted run loaded"), std::string::npos)
+        << err_;
+    std::filesystem::remove_all(Path("l"));
+    std::filesystem::copy(Path("a"), Path("l"));
+    ASSERT_EQ(Run(run), 0) << err_;
+    EXPECT_EQ(ReadAll(Path("k")), kept);
+    EXPECT_EQ(ReadAll(Path("d")), dups);
+  }
+}
+
 // --checkpoint with --memory-limit: a run that dies like kill -9 after any
 // decide batch of any round, or before writing its outputs, and is started
 // again (and dies again, and is started again) gives the uninterrupted run's

@@ -210,7 +210,12 @@ class DedupRun {
   Result<size_t> Resume(const std::vector<InputFile>& inputs) {
     const nlohmann::json& st = *resume_;
     const size_t done = st["files_done"].get<size_t>();
-    if (st["loaded"].get<uint64_t>() != loaded_) return Status::Corruption(checkpoint_->State() + ": other --load-index");
+    if (st["loaded"].get<uint64_t>() != loaded_ ||
+        (st.contains("load_index") && st["load_index"] != LoadedIndexIdentity(f_.load_index))) {
+      return Status::InvalidArgument(checkpoint_->State() +
+                                     ": the --load-index directories are not those the interrupted run loaded "
+                                     "(changed since); remove the checkpoint to start afresh");
+    }
     for (size_t i = 0; i < done; ++i) {
       NEARDUP_RETURN_IF_ERROR(ReadKeptFile(checkpoint_->Kept(i), SchemeOf(dedup_),
                                            [&](uint64_t seq, std::string_view id, const DocSignature& sig) {
@@ -396,6 +401,7 @@ class DedupRun {
     st["inputs"] = CheckpointFiles::Inputs(inputs_);
     st["files_done"] = files_done_;
     st["loaded"] = loaded_;
+    st["load_index"] = LoadedIndexIdentity(f_.load_index);
     st["next_sequence"] = dedup_.next_sequence();
     st["stats"] = {{"documents", ds.documents}, {"kept", ds.kept}, {"exact_duplicates", ds.exact_duplicates},
                    {"near_duplicates", ds.near_duplicates}, {"without_features", ds.without_features},
@@ -599,9 +605,6 @@ Result<std::optional<nlohmann::json>> PrepareCheckpoint(const DedupFlags& f, con
                                                         DedupRun& run) {
   if (f.checkpoint.empty()) return std::optional<nlohmann::json>();
   if (f.keep != "first") return Status::InvalidArgument("--checkpoint needs --keep first");
-  for (const InputFile& in : inputs) {
-    if (in.path == "-") return Status::InvalidArgument("--checkpoint cannot resume standard input: name files");
-  }
   for (const std::string* out : {&f.output, &f.duplicates, &f.in.rejects}) {
     if (*out == "-") return Status::InvalidArgument("--checkpoint cannot cut back standard output: name files");
   }
@@ -642,6 +645,9 @@ int RunDedup(const DedupFlags& f) {
   if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
   const auto outputs = OutputPaths({f.duplicates, f.clusters, f.stats_json, f.in.rejects}, f.output, f.output_shards);
   if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
+  std::vector<std::pair<std::string, std::string>> dirs{{"--save-index", f.save_index}, {"--checkpoint", f.checkpoint}};
+  for (const std::string& dir : f.load_index) dirs.emplace_back("--load-index", dir);
+  if (Status st = CheckOutputsOutside(outputs, dirs); !st.ok()) return Fail(st);
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
@@ -651,24 +657,28 @@ int RunDedup(const DedupFlags& f) {
   DedupRun run(f, *created.value(), ResolveThreads(f.threads));
   // Every input is opened before the first output is created (a wrong
   // --input leaves no file behind), then closed: each is opened again when
-  // its turn comes, so 10,000 inputs do not hold 10,000 descriptors. Standard
-  // input's stream is kept (its first bytes are read already).
-  std::unique_ptr<InputStream> stdin_stream;
-  for (const InputFile& in : *inputs) {
-    auto s = OpenInput(in.path);
+  // its turn comes, so 10,000 inputs do not hold 10,000 descriptors. The
+  // stream of one that can be read only once (standard input, a pipe) is
+  // kept: its first bytes are read already.
+  std::vector<std::unique_ptr<InputStream>> once(inputs->size());
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    const std::string& path = (*inputs)[i].path;
+    const std::string once_name = path == "-" ? "standard input" : path + " (read once: a pipe or a device)";
+    if (ReadableOnce(path) && f.keep == "longest") {
+      return Fail(Status::InvalidArgument("--keep longest reads the inputs twice: it needs files, not " + once_name));
+    }
+    if (ReadableOnce(path) && !f.checkpoint.empty()) {
+      return Fail(Status::InvalidArgument("--checkpoint cannot resume " + once_name + ": name files"));
+    }
+    auto s = OpenInput(path);
     if (!s.ok()) return Fail(s.status());
-    if (in.path == "-") stdin_stream = std::move(s).value();
+    if (ReadableOnce(path)) once[i] = std::move(s).value();
   }
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   for (const std::string& dir : f.load_index) {
     if (Status st = run.LoadKept(dir); !st.ok()) return Fail(st);
   }
   if (f.keep == "longest") {
-    for (const InputFile& in : *inputs) {
-      if (in.path == "-") {
-        return Fail(Status::InvalidArgument("--keep longest reads the inputs twice: it needs files, not standard input"));
-      }
-    }
     if (Status st = run.DecideLongestFirst(*inputs); !st.ok()) return Fail(st);
   }
   auto resume = PrepareCheckpoint(f, *inputs, run);
@@ -683,7 +693,7 @@ int RunDedup(const DedupFlags& f) {
   bool stopped = false;  // too many bad lines (BadLines::Add)
   for (size_t i = first; i < inputs->size() && !stopped; ++i) {
     const std::string& path = (*inputs)[i].path;
-    auto in = path == "-" ? Result<std::unique_ptr<InputStream>>(std::move(stdin_stream)) : OpenInput(path);
+    auto in = once[i] ? Result<std::unique_ptr<InputStream>>(std::move(once[i])) : OpenInput(path);
     if (!in.ok()) return Fail(in.status());
     if (Status st = run.ReadFile(std::move(in).value(), path, &stopped); !st.ok()) return Fail(st);
   }

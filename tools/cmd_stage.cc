@@ -164,14 +164,6 @@ struct PlanFlags {
   std::vector<std::string> inputs;
 };
 
-// True for an input that can be read only once: standard input, a pipe, a
-// character device. The rounds read every input once per round, and a
-// staged run's tasks read each twice (fingerprint, filter).
-bool ReadableOnce(const std::string& path) {
-  struct stat st {};
-  return path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
-}
-
 int RunPlan(const PlanFlags& f) {
   auto inputs = ExpandInputs(f.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
@@ -1111,6 +1103,18 @@ int RunDecide(const DecideFlags& f) {
   if (!files.ok()) return Fail(files.status());
   auto shards = CheckShards(WithoutUnfinished(*files, f.signatures));
   if (!shards.ok()) return Fail(shards.status());
+  // Its outputs must not overwrite the shards it reads, nor lie in an index
+  // directory it reads or writes.
+  const std::vector<std::string> outputs{f.stats_json, f.clusters};
+  if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
+  for (const ShardInfo& shard : *shards) {
+    for (const std::string& out : outputs) {
+      if (Status st = CheckNotInput(shard.path, out); !st.ok()) return Fail(st);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> dirs{{"--save-index", f.save_index}};
+  for (const std::string& dir : f.load_index) dirs.emplace_back("--load-index", dir);
+  if (Status st = CheckOutputsOutside(outputs, dirs); !st.ok()) return Fail(st);
   return DecideRun(f, &*shards, SignatureFiles(*shards));
 }
 
@@ -1332,8 +1336,12 @@ int RunFilter(const FilterFlags& f) {
   for (int i = 0; i < f.output_shards; ++i) {
     if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);
   }
-  if (Status st = CheckNotInput(f.input, f.duplicates); !st.ok()) return Fail(st);
-  if (Status st = CheckDistinctOutputs(OutputPaths({f.duplicates}, f.output, f.output_shards)); !st.ok()) return Fail(st);
+  const auto outputs = OutputPaths({f.duplicates}, f.output, f.output_shards);
+  for (const std::string& out : outputs) {
+    if (Status st = CheckNotInput(f.input, out); !st.ok()) return Fail(st);
+    if (Status st = CheckNotInput(f.decisions, out); !st.ok()) return Fail(st);
+  }
+  if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
   auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
   if (!in.ok()) return Fail(in.status());
   const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
@@ -1840,6 +1848,11 @@ Status CheckResumedInputs(const Json& state, const std::vector<ShardInfo>& shard
                                      "remove the checkpoint to start afresh");
     }
   }
+  if (state.contains("load_index") && state["load_index"] != LoadedIndexIdentity(a.load_index)) {
+    return Status::InvalidArgument("--checkpoint " + a.checkpoint +
+                                   ": the --load-index directories are not those the interrupted run loaded "
+                                   "(changed since); remove the checkpoint to start afresh");
+  }
   return Status::OK();
 }
 
@@ -1861,6 +1874,7 @@ Status SaveRunPart(const StagedDedupArgs& a, const std::vector<ShardInfo>& shard
   Json headers = Json::array();
   for (const ShardInfo& shard : shards) headers.push_back(shard.header);
   (*j)["shards"] = std::move(headers);
+  (*j)["load_index"] = LoadedIndexIdentity(a.load_index);
   (*j)["bad_lines"] = bad.count();
   if (FilePtr& rejects = bad.rejects_file()) {
     NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(rejects), a.in.rejects));

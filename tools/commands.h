@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -300,9 +301,13 @@ inline Status CheckNotInput(const std::string& input, const std::string& output)
 }
 
 // kInvalidArgument if two outputs name one file (by path, or an existing
-// file by identity): both would write it, each over the other's lines.
-// Empty names (no such output) and '-' are not compared.
+// file by identity), or both are standard output ('-'): both would write
+// it, each over or among the other's lines. Empty names (no such output)
+// are not compared.
 inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
+  if (std::count(outputs.begin(), outputs.end(), std::string("-")) > 1) {
+    return Status::InvalidArgument("two outputs name standard output ('-'): their lines would be mixed; name files");
+  }
   auto normal = [](const std::string& p) {
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(p, ec);
@@ -315,6 +320,29 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
       if (normal(outputs[i]) == normal(outputs[j]) || SameFile(outputs[i], outputs[j])) {
         return Status::InvalidArgument("two outputs name one file: " + outputs[i] +
                                        (outputs[i] == outputs[j] ? "" : " and " + outputs[j]));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// kInvalidArgument if an output lies inside one of `dirs`, (flag, directory)
+// pairs: an index or checkpoint directory the run reads or writes, whose
+// files an output there would overwrite or be deleted with.
+inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
+                                  const std::vector<std::pair<std::string, std::string>>& dirs) {
+  for (const auto& [flag, dir] : dirs) {
+    if (dir.empty()) continue;
+    std::error_code ec;
+    std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec).lexically_normal();
+    if (!d.has_filename()) d = d.parent_path();  // "x/"
+    for (const std::string& out : outputs) {
+      if (out.empty() || out == "-") continue;
+      const std::filesystem::path o = std::filesystem::weakly_canonical(out, ec);
+      auto [end, at] = std::mismatch(d.begin(), d.end(), o.begin(), o.end());
+      if (end == d.end() && at != o.end()) {
+        return Status::InvalidArgument("output " + out + " is inside the " + flag + " directory " + dir +
+                                       ", whose files the run reads or writes; write it elsewhere");
       }
     }
   }

@@ -27,8 +27,8 @@
 
 namespace neardup::cli {
 
-// --output with "{shard}" replaced by the shard's number (5 digits), when
-// there are several (--output-shards). Records go round robin over the
+// --output with each "{shard}" replaced by the shard's number (5 digits),
+// when there are several (--output-shards). Records go round robin over the
 // shards in output order: record w (0-based, of the whole run) to shard
 // w % shards.
 inline std::string ShardPath(const std::string& output, int shard, int shards) {
@@ -36,7 +36,7 @@ inline std::string ShardPath(const std::string& output, int shard, int shards) {
   char n[16];
   std::snprintf(n, sizeof n, "%05d", shard);
   std::string p = output;
-  p.replace(p.find("{shard}"), 7, n);
+  for (size_t at; (at = p.find("{shard}")) != std::string::npos;) p.replace(at, 7, n);
   return p;
 }
 
@@ -67,6 +67,10 @@ inline Status CheckShardedOutput(const std::string& output, int shards) {
   if (shards > 1 && output.find("{shard}") == std::string::npos) {
     return Status::InvalidArgument("--output-shards " + std::to_string(shards) +
                                    " needs \"{shard}\" in --output (e.g. kept/part-{shard}.jsonl.zst)");
+  }
+  if (shards == 1 && output.find("{shard}") != std::string::npos) {
+    return Status::InvalidArgument("--output " + output + " has \"{shard}\" but --output-shards is 1: give the "
+                                   "number of shards, or a name without it");
   }
   return CheckOpenFileLimit(shards);
 }
@@ -119,11 +123,43 @@ inline KeptFileScheme SchemeOf(const Deduplicator& dedup) {
   return {dedup.scheme_id(), static_cast<uint32_t>(dedup.options().recheck.shingle_size)};
 }
 
-// A run must not save into a directory it loads.
+// What a checkpoint records of its --load-index directories: each one's
+// kept-document file's length and last 16 bytes (its record count and the
+// XXH3 of the whole file), so that a resume notices another index of as
+// many documents.
+inline nlohmann::json LoadedIndexIdentity(const std::vector<std::string>& dirs) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const std::string& dir : dirs) {
+    const std::string path = KeptFilePath(dir);
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    unsigned char tail[16] = {};
+    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+      if (!ec && size >= 16 && std::fseek(f, static_cast<long>(size - 16), SEEK_SET) == 0) {
+        if (std::fread(tail, 1, 16, f) != 16) std::fill(tail, tail + 16, 0);
+      }
+      std::fclose(f);
+    }
+    char hex[33];
+    for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", tail[i]);
+    j.push_back({{"bytes", ec ? 0 : size}, {"tail", hex}});
+  }
+  return j;
+}
+
+// A run must not save into a directory it loads, nor load one twice.
 inline Status CheckSaveIsNotLoaded(const std::vector<std::string>& load_index, const std::string& save_index) {
+  std::error_code ec;
+  for (size_t i = 0; i < load_index.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (std::filesystem::weakly_canonical(load_index[i], ec) == std::filesystem::weakly_canonical(load_index[j], ec)) {
+        return Status::InvalidArgument("--load-index " + load_index[i] + " is given twice (" + load_index[j] +
+                                       "): its documents would be loaded twice");
+      }
+    }
+  }
   if (save_index.empty()) return Status::OK();
   for (const std::string& dir : load_index) {
-    std::error_code ec;
     if (std::filesystem::weakly_canonical(dir, ec) == std::filesystem::weakly_canonical(save_index, ec)) {
       return Status::InvalidArgument("--save-index " + save_index +
                                      " is also a --load-index: it would then hold only this run's kept "

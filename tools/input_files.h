@@ -27,6 +27,15 @@ struct InputFile {
   uint64_t size = 0;  // bytes on disk (compressed if it is); 0 if unknown
 };
 
+// True for an input that can be read only once: standard input, a pipe
+// (also one named by path: /dev/stdin, <(zcat ...), a FIFO), a character
+// device. Opening one to check it consumes what it reads, and a second open
+// reads on from there (or waits for a writer).
+inline bool ReadableOnce(const std::string& path) {
+  struct stat st {};
+  return path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
+}
+
 namespace input_files_internal {
 
 inline bool IsPattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }

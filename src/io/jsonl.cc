@@ -314,6 +314,14 @@ void LineReader::MaybeShrink() {
   buf_.swap(small);
 }
 
+// A UTF-8 byte order mark before a file's first line is not text (RFC 8259
+// lets a JSON reader ignore it; editors on Windows write one).
+namespace {
+void DropByteOrderMark(std::string* line) {
+  if (line->size() >= 3 && line->compare(0, 3, "\xEF\xBB\xBF") == 0) line->erase(0, 3);
+}
+}  // namespace
+
 bool LineReader::Next(std::string* line) {
   MaybeShrink();
   size_t scanned = pos_;
@@ -323,7 +331,7 @@ bool LineReader::Next(std::string* line) {
       const size_t nl_pos = static_cast<size_t>(nl - buf_.data());
       line->assign(buf_.data() + pos_, nl_pos - pos_);
       pos_ = nl_pos + 1;
-      ++line_number_;
+      if (++line_number_ == 1) DropByteOrderMark(line);
       return true;
     }
     const size_t scanned_len = end_ - pos_;
@@ -333,7 +341,7 @@ bool LineReader::Next(std::string* line) {
   if (!status_.ok() || pos_ == end_) return false;
   line->assign(buf_.data() + pos_, end_ - pos_);  // last line without '\n'
   pos_ = end_;
-  ++line_number_;
+  if (++line_number_ == 1) DropByteOrderMark(line);
   return true;
 }
 
