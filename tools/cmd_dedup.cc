@@ -723,7 +723,7 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--annotate", f->annotate,
                   "Write every document to --output, not only the kept ones, with its decision in this "
                   "JSONL field: {\"kept\": true} or {\"kept\": false, \"duplicate_of\", \"similarity\", "
-                  "\"similarity_exact\", \"distance\", \"exact\"} (the field must not be in the records already)");
+                  "\"similarity_exact\", \"distance\", \"exact\"} (a field of that name already in a record is replaced)");
   cmd->add_option("--progress", f->progress_seconds,
                   "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
                   "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")
