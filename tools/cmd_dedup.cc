@@ -663,16 +663,17 @@ int RunDedup(const DedupFlags& f) {
   std::vector<std::unique_ptr<InputStream>> once(inputs->size());
   for (size_t i = 0; i < inputs->size(); ++i) {
     const std::string& path = (*inputs)[i].path;
+    const bool read_once = ReadableOnce(path);
     const std::string once_name = path == "-" ? "standard input" : path + " (read once: a pipe or a device)";
-    if (ReadableOnce(path) && f.keep == "longest") {
+    if (read_once && f.keep == "longest") {
       return Fail(Status::InvalidArgument("--keep longest reads the inputs twice: it needs files, not " + once_name));
     }
-    if (ReadableOnce(path) && !f.checkpoint.empty()) {
+    if (read_once && !f.checkpoint.empty()) {
       return Fail(Status::InvalidArgument("--checkpoint cannot resume " + once_name + ": name files"));
     }
     auto s = OpenInput(path);
     if (!s.ok()) return Fail(s.status());
-    if (ReadableOnce(path)) once[i] = std::move(s).value();
+    if (read_once) once[i] = std::move(s).value();
   }
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   for (const std::string& dir : f.load_index) {

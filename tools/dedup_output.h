@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -289,10 +290,11 @@ inline size_t JsonValueEnd(std::string_view line, size_t i) {
 // top-level members named `field`, so that annotating an annotated file
 // replaces the earlier decision instead of repeating the key (which most
 // JSON readers resolve to the first or to the last, unpredictably).
-inline std::string WithoutMember(std::string_view line, const std::string& field) {
+// nullopt when it has none: the line as it is (no copy on the usual path).
+inline std::optional<std::string> WithoutMember(std::string_view line, const std::string& field) {
   const std::string key = nlohmann::json(field).dump();
   // A key spelled with escapes ("\u0069d") has a backslash somewhere.
-  if (line.find(key) == std::string_view::npos && line.find('\\') == std::string_view::npos) return std::string(line);
+  if (line.find(key) == std::string_view::npos && line.find('\\') == std::string_view::npos) return std::nullopt;
   auto skip_space = [&](size_t i) { return line.find_first_not_of(" \t\r\n", i); };
   // Each member's bytes, and the separator after it (", " as written).
   struct Member {
@@ -313,6 +315,7 @@ inline std::string WithoutMember(std::string_view line, const std::string& field
     if (line[i] == ',') i = skip_space(i + 1);
     members.push_back(Member{begin, end, i, named});
   }
+  if (std::none_of(members.begin(), members.end(), [](const Member& m) { return m.named; })) return std::nullopt;
   std::string out(line.substr(0, first));
   size_t last = std::string::npos;  // the last member kept
   for (size_t m = 0; m < members.size(); ++m) {
@@ -330,7 +333,8 @@ inline std::string WithoutMember(std::string_view line, const std::string& field
 // record parsed as a JSON object, so its last '}' closes it.
 inline void WriteAnnotated(std::FILE* out, std::string_view given, const std::string& field, const DedupDecision& d,
                            std::string_view of) {
-  const std::string line = WithoutMember(given, field);
+  const std::optional<std::string> without = WithoutMember(given, field);
+  const std::string_view line = without ? std::string_view(*without) : given;
   size_t end = line.find_last_of('}');
   const size_t open = line.find('{');
   const bool empty = line.find_first_not_of(" \t\r\n", open + 1) == end;
