@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/jsonl.h"
+#include "util/sample_texts.h"
 
 namespace neardup {
 namespace {
@@ -293,24 +294,7 @@ TEST(Dedup, FirstWinsInInputOrderAcrossBatches) {
   EXPECT_EQ(r[1].duplicate_of, 0u);
 }
 
-std::vector<std::string> SampleTexts(const std::string& path = NEARDUP_SOURCE_DIR "/data/sample/docs.jsonl") {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr);
-  std::vector<std::string> texts;
-  if (f == nullptr) return texts;
-  RecordReader reader(f, RecordReaderOptions{});
-  std::vector<InputRecord> batch;
-  for (;;) {
-    EXPECT_TRUE(reader.ReadBatch(1000, 2, &batch).ok());
-    if (batch.empty()) break;
-    for (const auto& r : batch) {
-      EXPECT_EQ(r.kind, InputRecord::Kind::kDocument) << "line " << r.line_number << ": " << r.error;
-      texts.emplace_back(r.text());
-    }
-  }
-  std::fclose(f);
-  return texts;
-}
+using testing::SampleTexts;
 
 TEST(Dedup, DeterministicAcrossThreadCountsAndBatchSizes) {
   const auto texts = SampleTexts();

@@ -1,0 +1,80 @@
+// DecideByJoin: the batch decision as a sort-based join (`neardup dedup
+// --decide join`). The stream decision (Deduplicator) asks one index query
+// per document; here every candidate pair is listed first, by sorting, and
+// only then is each document decided in stream order. Most of the work is
+// sequential scans and runs on all threads; the decisions are the same for
+// any thread count.
+//
+// The rule is the stream rule of near_dup_set.h (exact step, fingerprint
+// radius, anchors, pair rule, ranking) with one difference, in the stop keys,
+// which is what lets the pairs be listed before any decision:
+//
+//  * Signature classes. Documents with equal signatures (every field of
+//    DocSignature) form a class; its first document in stream order stands
+//    for it. Only a class's first document can be kept (a later one always
+//    has its first, or what its first duplicates, as an accepted candidate).
+//  * Stop keys. A class "holds" an anchor when the anchor is one of its
+//    sketch's anchors and the class keeps its sketch (sketch_max_chars). An
+//    anchor is a stop key for class C iff at least anchor_max_postings
+//    classes before C hold it. (The stream rule counts the *kept* documents
+//    that were indexed under it, which is known only while deciding.)
+//    A class probes its first `anchors` anchors that are not stop keys for
+//    it, and is found under its first max(anchors, 16) such anchors.
+//  * Candidates of document d, among the documents before it: equal
+//    content_hash (the exact step, when exact_fast_path is on or d has no
+//    features); fingerprint distance within d's radius (both with features);
+//    an anchor d probes that the other is found under (d with features and a
+//    sketch). The pair rule (DecidePair) and ranking (RanksBefore, the exact
+//    step first) are the stream rule's, over the candidates that were kept.
+//
+// So the decisions can differ from the stream rule's only where a stop key
+// differs; tests/batch_join_test.cc checks them against a brute-force oracle
+// of this rule, and docs/BENCHMARKS.md compares both with all-pairs truth.
+//
+// Cost: all in memory, about 0.5–1 KB per distinct signature of short text
+// at its peak (sketches, 32 postings of 8 bytes, the pairs); pairs inside a
+// group of classes with one fingerprint value are listed one by one
+// (quadratic in that group, which equal texts do not make: they share a
+// class).
+//
+// Thread-safety: a pure function of its arguments; runs on up to `threads`
+// threads of its own.
+#ifndef NEARDUP_DEDUP_BATCH_JOIN_H_
+#define NEARDUP_DEDUP_BATCH_JOIN_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "neardup/dedup/dedup.h"
+#include "neardup/util/status.h"
+
+namespace neardup {
+
+// What the join did, for the summary (counts are deterministic; seconds are
+// wall time of each step).
+struct JoinStats {
+  uint64_t classes = 0;            // distinct signatures
+  uint64_t live_postings = 0;      // (anchor, class) pairs a class probes or is found under
+  uint64_t pairs = 0;              // distinct candidate pairs of classes
+  uint64_t accepted = 0;           // (query class, candidate class) pairs that passed the pair rule
+  double classes_s = 0, anchors_s = 0, fingerprints_s = 0, rule_s = 0, decide_s = 0;
+};
+
+// Decides sigs[0..n) in stream order by the rule above: (*out)[i] is
+// document i's decision (duplicate_of is an index into sigs) and *stats
+// (optional) what it took. The same result for any `threads` (<= 1: the
+// calling thread). Errors: kInvalidArgument for options out of range or 2^27
+// distinct signatures or more; kNotSupported for a search radius
+// (max(k, short_k) with the re-check) above kMaxSelfJoinK. *out is left
+// empty on error.
+Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
+                    std::vector<DedupDecision>* out, JoinStats* stats = nullptr);
+
+// Counts decisions into *stats as the Deduplicator does (documents, kept,
+// exact and near duplicates, without features).
+void CountDecisions(std::span<const DedupDecision> decisions, DedupStats* stats);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_DEDUP_BATCH_JOIN_H_
