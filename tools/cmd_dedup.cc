@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "neardup/dedup/batch_join.h"
 #include "dedup_checkpoint.h"
 #include "dedup_output.h"
 #include "input_files.h"
@@ -46,6 +47,7 @@ struct DedupFlags {
   std::vector<std::string> load_index;  // --load-index: earlier runs' kept documents, in this order
   std::string save_index;               // --save-index: this run's kept documents
   std::string keep = "first";           // --keep: first | longest
+  std::string decide = "stream";        // --decide: stream | join (batch_join.h)
   std::string checkpoint;               // --checkpoint DIR: resumable run
   std::string sketch_dir;               // --sketch-dir: sketch records in a file there
   size_t memory_limit = 0;              // --memory-limit: 0 = none
@@ -63,7 +65,8 @@ struct Counters {
   double read_s = 0, decide_s = 0, write_s = 0;
 };
 
-nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double seconds, int threads) {
+nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double seconds, int threads,
+                         const JoinStats* join) {
   const DedupStats& s = dedup.stats();
   nlohmann::json j;
   AddRunStats(s, LineCounts{c.files, c.lines, c.bad_lines, c.blank_lines, c.truncated_texts}, &j);
@@ -77,6 +80,12 @@ nlohmann::json StatsJson(const Deduplicator& dedup, const Counters& c, double se
   const NearDupSet::MemoryUse m = dedup.Memory();
   j["memory_bytes"] = {{"total", m.total()},         {"index", m.index},     {"exact", m.exact},
                        {"sketch_slots", m.sketch_slots}, {"anchors", m.anchors}, {"records", m.records}};
+  if (join) {
+    j["join"] = {{"classes", join->classes},     {"live_postings", join->live_postings}, {"pairs", join->pairs},
+                 {"accepted", join->accepted},   {"classes_seconds", join->classes_s},
+                 {"anchors_seconds", join->anchors_s}, {"fingerprints_seconds", join->fingerprints_s},
+                 {"rule_seconds", join->rule_s}, {"decide_seconds", join->decide_s}};
+  }
   return j;
 }
 
@@ -96,7 +105,19 @@ std::string MemoryText(const Deduplicator& dedup) {
   return b;
 }
 
-void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds) {
+// --decide join: what the join did, and its steps' wall seconds.
+std::string JoinText(const JoinStats& j) {
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "%llu distinct signatures, %llu live postings, %llu candidate pairs, %llu accepted; "
+                "classes %.2f s, anchors %.2f s, fingerprints %.2f s, pair rule %.2f s, decide %.2f s",
+                static_cast<unsigned long long>(j.classes), static_cast<unsigned long long>(j.live_postings),
+                static_cast<unsigned long long>(j.pairs), static_cast<unsigned long long>(j.accepted), j.classes_s,
+                j.anchors_s, j.fingerprints_s, j.rule_s, j.decide_s);
+  return b;
+}
+
+void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds, const JoinStats* join) {
   const DedupStats& s = dedup.stats();
   const double pct =
       s.documents ? 100.0 * static_cast<double>(s.duplicates()) / static_cast<double>(s.documents) : 0;
@@ -113,7 +134,11 @@ void PrintSummary(const Deduplicator& dedup, const Counters& c, double seconds) 
                static_cast<unsigned long long>(c.bad_lines), seconds,
                seconds > 0 ? static_cast<double>(s.documents) / seconds : 0.0);
   if (c.files > 1) std::fprintf(stderr, "  inputs      %llu files\n", static_cast<unsigned long long>(c.files));
-  std::fprintf(stderr, "  memory      %s\n", MemoryText(dedup).c_str());
+  if (join) {
+    std::fprintf(stderr, "  join        %s\n", JoinText(*join).c_str());
+  } else {
+    std::fprintf(stderr, "  memory      %s\n", MemoryText(dedup).c_str());
+  }
 }
 
 // One run of the command: the outputs, the deduplicator, and the inputs read
@@ -135,14 +160,15 @@ class DedupRun {
     return Status::OK();
   }
 
-  // --keep longest: reads every input once to analyze it, then decides the
-  // documents from the longest to the shortest (ties in input order), each
-  // kept unless a kept one matches it. ReadFile then only writes. Bad lines
-  // are skipped here and counted and reported by ReadFile.
-  Status DecideLongestFirst(const std::vector<InputFile>& inputs) {
+  // --keep longest and --decide join read every input once to analyze it,
+  // then decide every document: from the longest to the shortest (ties in
+  // input order), each kept unless a kept one matches it; or by the join
+  // (batch_join.h). ReadFile then only writes. Bad lines are skipped here and
+  // counted and reported by ReadFile.
+  Status DecideAllFirst(const std::vector<InputFile>& inputs) {
     auto t0 = std::chrono::steady_clock::now();
-    longest_ = std::make_unique<Precomputed>();
-    std::vector<DocSignature>& sigs = longest_->sigs;
+    precomputed_ = std::make_unique<Precomputed>();
+    std::vector<DocSignature>& sigs = precomputed_->sigs;
     std::vector<DocSignature> batch_sigs;
     for (const InputFile& file : inputs) {
       NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(file.path));
@@ -162,7 +188,15 @@ class DedupRun {
     }
     counters_.read_s += Since(t0);
     t0 = std::chrono::steady_clock::now();
-    NEARDUP_ASSIGN_OR_RETURN(longest_->decisions, neardup::cli::DecideLongestFirst(dedup_, sigs, loaded_));
+    if (f_.decide == "join") {
+      join_ = std::make_unique<JoinStats>();
+      NEARDUP_RETURN_IF_ERROR(DecideByJoin(sigs, dedup_.options(), threads_, &precomputed_->decisions, join_.get()));
+      DedupStats counted = dedup_.stats();  // the analysis counted invalid UTF-8
+      CountDecisions(precomputed_->decisions, &counted);
+      dedup_.RestoreProgress(counted, loaded_ + sigs.size());
+    } else {
+      NEARDUP_ASSIGN_OR_RETURN(precomputed_->decisions, neardup::cli::DecideLongestFirst(dedup_, sigs, loaded_));
+    }
     counters_.decide_s += Since(t0);
     return Status::OK();
   }
@@ -278,12 +312,12 @@ class DedupRun {
         ahead = std::async(std::launch::async, [&] { Prepare(reader, &next, threads_ - 1); });
       }
       auto t0 = std::chrono::steady_clock::now();
-      const uint64_t first_sequence = longest_ ? loaded_ + written_docs_ : dedup_.next_sequence();
+      const uint64_t first_sequence = precomputed_ ? loaded_ + written_docs_ : dedup_.next_sequence();
       std::span<const DocSignature> sigs = cur_.sigs;
-      if (longest_) {  // decided already (DecideLongestFirst)
-        decisions_.assign(longest_->decisions.begin() + written_docs_,
-                          longest_->decisions.begin() + written_docs_ + cur_.texts.size());
-        sigs = std::span(longest_->sigs).subspan(written_docs_, cur_.texts.size());
+      if (precomputed_) {  // decided already (DecideAllFirst)
+        decisions_.assign(precomputed_->decisions.begin() + written_docs_,
+                          precomputed_->decisions.begin() + written_docs_ + cur_.texts.size());
+        sigs = std::span(precomputed_->sigs).subspan(written_docs_, cur_.texts.size());
       } else {
         dedup_.CountAnalyzed(cur_.invalid_utf8);
         Status st = dedup_.DecideBatch(cur_.sigs, &decisions_, threads_);
@@ -326,11 +360,11 @@ class DedupRun {
     finish(std::move(clusters_file_), f_.clusters);
     const double seconds = elapsed();
     if (stats_file_) {
-      const std::string text = StatsJson(dedup_, counters_, seconds, threads_).dump(2) + "\n";
+      const std::string text = StatsJson(dedup_, counters_, seconds, threads_, join_.get()).dump(2) + "\n";
       std::fwrite(text.data(), 1, text.size(), stats_file_.get());
       finish(std::move(stats_file_), f_.stats_json);
     }
-    if (!f_.quiet) PrintSummary(dedup_, counters_, seconds);
+    if (!f_.quiet) PrintSummary(dedup_, counters_, seconds, join_.get());
     const int bad_rc = bad_.Finish(dedup_.stats().documents);
     if (rc != kExitOk) return rc;
     if (bad_rc != kExitOk) return bad_rc;  // no --save-index from a run that failed
@@ -464,7 +498,7 @@ class DedupRun {
       b->record_of.push_back(i);
     }
     t0 = std::chrono::steady_clock::now();
-    b->invalid_utf8 = longest_ ? 0 : dedup_.Sign(b->texts, &b->sigs, threads);
+    b->invalid_utf8 = precomputed_ ? 0 : dedup_.Sign(b->texts, &b->sigs, threads);
     b->analyze_s = Since(t0);
   }
 
@@ -497,7 +531,7 @@ class DedupRun {
     const size_t n = static_cast<size_t>(
         std::lower_bound(cur_.record_of.begin(), cur_.record_of.end(), record) - cur_.record_of.begin());
     cur_.texts.resize(n), cur_.record_of.resize(n);
-    if (!longest_) cur_.invalid_utf8 = dedup_.Sign(cur_.texts, &cur_.sigs, threads_);
+    if (!precomputed_) cur_.invalid_utf8 = dedup_.Sign(cur_.texts, &cur_.sigs, threads_);
   }
 
   void WriteDecisions(uint64_t first_sequence, std::span<const DocSignature> sigs) {
@@ -508,7 +542,7 @@ class DedupRun {
       std::FILE* o = outs_[written_ % outs_.size()].get();
       if (!f_.annotate.empty() || !d.duplicate) ++written_;
       if (!d.duplicate) {
-        if (!longest_) kept_ids_.Add(first_sequence + j, r.id);
+        if (!precomputed_) kept_ids_.Add(first_sequence + j, r.id);
         if (saved_ && save_failed_.ok()) save_failed_ = saved_->Add(first_sequence + j, r.id, sigs[j]);
         if (segment_ && segment_failed_.ok()) segment_failed_ = segment_->Add(first_sequence + j, r.id, sigs[j]);
       }
@@ -573,12 +607,13 @@ class DedupRun {
   Batch cur_;  // the batch being decided and written
   std::vector<DedupDecision> decisions_;
   size_t files_ = 0;
-  // --keep longest: every decision and signature, by input order.
+  // --keep longest, --decide join: every decision and signature, by input order.
   struct Precomputed {
     std::vector<DedupDecision> decisions;
     std::vector<DocSignature> sigs;
   };
-  std::unique_ptr<Precomputed> longest_;
+  std::unique_ptr<Precomputed> precomputed_;
+  std::unique_ptr<JoinStats> join_;  // --decide join
   uint64_t written_docs_ = 0;  // documents through ReadFile so far
   std::vector<std::string> input_names_;
   std::unique_ptr<KeptFileWriter> saved_;  // --save-index
@@ -632,6 +667,21 @@ int RunDedupInRounds(const DedupFlags& f, std::vector<InputFile> inputs) {
   return RunStagedDedup(a);
 }
 
+// --decide join decides every document at once, in memory (batch_join.h):
+// the flags that need the stream decision are refused.
+Status CheckDecideJoin(const DedupFlags& f) {
+  if (f.decide != "join") return Status::OK();
+  const std::pair<bool, const char*> refused[] = {{f.memory_limit > 0, "--memory-limit"},
+                                                  {!f.load_index.empty(), "--load-index"},
+                                                  {!f.checkpoint.empty(), "--checkpoint"},
+                                                  {f.keep != "first", "--keep longest"},
+                                                  {!f.sketch_dir.empty(), "--sketch-dir"}};
+  for (const auto& [given, flag] : refused) {
+    if (given) return Status::InvalidArgument(std::string("--decide join cannot be combined with ") + flag);
+  }
+  return Status::OK();
+}
+
 int RunDedup(const DedupFlags& f) {
   auto fp_options = ToFingerprintOptions(f.fp);
   if (!fp_options.ok()) return Fail(fp_options.status());
@@ -651,9 +701,11 @@ int RunDedup(const DedupFlags& f) {
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
+  if (Status st = CheckDecideJoin(f); !st.ok()) return Fail(st);
   auto inputs = ExpandInputs(f.in.inputs.empty() ? std::vector<std::string>{"-"} : f.in.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
   if (f.memory_limit > 0) return RunDedupInRounds(f, *inputs);
+  const bool all_first = f.keep == "longest" || f.decide == "join";  // reads the inputs twice
   DedupRun run(f, *created.value(), ResolveThreads(f.threads));
   // Every input is opened before the first output is created (a wrong
   // --input leaves no file behind), then closed: each is opened again when
@@ -665,8 +717,9 @@ int RunDedup(const DedupFlags& f) {
     const std::string& path = (*inputs)[i].path;
     const bool read_once = ReadableOnce(path);
     const std::string once_name = path == "-" ? "standard input" : path + " (read once: a pipe or a device)";
-    if (read_once && f.keep == "longest") {
-      return Fail(Status::InvalidArgument("--keep longest reads the inputs twice: it needs files, not " + once_name));
+    if (read_once && all_first) {
+      return Fail(Status::InvalidArgument(std::string(f.keep == "longest" ? "--keep longest" : "--decide join") +
+                                          " reads the inputs twice: it needs files, not " + once_name));
     }
     if (read_once && !f.checkpoint.empty()) {
       return Fail(Status::InvalidArgument("--checkpoint cannot resume " + once_name + ": name files"));
@@ -679,8 +732,8 @@ int RunDedup(const DedupFlags& f) {
   for (const std::string& dir : f.load_index) {
     if (Status st = run.LoadKept(dir); !st.ok()) return Fail(st);
   }
-  if (f.keep == "longest") {
-    if (Status st = run.DecideLongestFirst(*inputs); !st.ok()) return Fail(st);
+  if (all_first) {
+    if (Status st = run.DecideAllFirst(*inputs); !st.ok()) return Fail(st);
   }
   auto resume = PrepareCheckpoint(f, *inputs, run);
   if (!resume.ok()) return Fail(resume.status());
@@ -744,6 +797,12 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
                   "Duplicates as JSONL: {\"id\", \"duplicate_of\", \"distance\", \"exact\", \"similarity\", "
                   "\"similarity_exact\"}");
   AddDecisionOutputFlags(cmd, &f->load_index, &f->save_index, &f->clusters, &f->keep);
+  cmd->add_option("--decide", f->decide,
+                  "stream (the default): each document searches the documents kept before it. join: every "
+                  "candidate pair is listed first, by sorting, then each document is decided in input order; "
+                  "faster on a whole corpus in memory, and its stop keys count earlier distinct documents, not "
+                  "kept ones, so a few decisions differ (docs/cli.md). Reads the inputs twice")
+      ->check(CLI::IsMember({"stream", "join"}));
   cmd->add_option("-k,--max-distance", f->k,
                   "Largest Hamming distance (inclusive) between fingerprints of near-duplicates")
       ->check(CLI::Range(0, kMaxSupportedK));

@@ -1,6 +1,7 @@
 #include "neardup/dedup/batch_join.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <mutex>
@@ -82,23 +83,49 @@ Status FindClasses(std::span<const DocSignature> sigs, int threads, Classes* c) 
   return Status::OK();
 }
 
+// What the anchor groups read of a class, in one place: the steps that
+// visit every posting read one line of memory per posting.
+struct ClassInfo {
+  internal::BucketCounts counts;  // of the whole n-gram set (complete sketches only)
+  uint32_t shingles = 0, first = 0, last = 0;
+  uint32_t probe = 0, found = 0;  // LiveSlots
+  uint8_t flags = 0;
+};
+constexpr uint8_t kHasFeatures = 1, kHasSketch = 2, kKeeps = 4;
+
 // What the rule reads of a class (its first document's signature).
 struct Rule {
   const DedupOptions& options;
   NearDupOptions pair_options;  // DecidePair's view of the options
   std::span<const DocSignature> sigs;
   const Classes& classes;
+  std::vector<ClassInfo> info;
+  std::vector<uint8_t> flags;  // info[c].flags, packed for the scans by posting
 
   const DocSignature& Sig(uint32_t c) const { return sigs[classes.first[c]]; }
-  bool Keeps(uint32_t c) const {
-    return Sig(c).has_sketch() && Sig(c).num_chars <= static_cast<uint32_t>(options.recheck.sketch_max_chars);
-  }
+  bool Keeps(uint32_t c) const { return flags[c] & kKeeps; }
   int Radius(uint32_t c) const {
     const RecheckOptions& r = options.recheck;
     return r.enabled && Sig(c).has_sketch() && IsShortText(r, Sig(c).num_chars) ? std::max(options.k, r.short_k)
                                                                                 : options.k;
   }
   bool UsesAnchors() const { return options.recheck.enabled && options.recheck.anchors > 0; }
+  // info and flags, from the signatures.
+  void Describe(int threads) {
+    info.resize(classes.size());
+    flags.resize(classes.size());
+    ParallelFor(info.size(), threads, [&](size_t b, size_t e) {
+      for (uint32_t c = static_cast<uint32_t>(b); c < e; ++c) {
+        const DocSignature& s = Sig(c);
+        ClassInfo& i = info[c];
+        i.counts = sketch_record::SlotCounts(s);
+        i.shingles = s.sketch.num_shingles, i.first = classes.first[c], i.last = classes.last[c];
+        const bool keeps = s.has_sketch() && s.num_chars <= static_cast<uint32_t>(options.recheck.sketch_max_chars);
+        i.flags = (s.has_features ? kHasFeatures : 0) | (s.has_sketch() ? kHasSketch : 0) | (keeps ? kKeeps : 0);
+        flags[c] = i.flags;
+      }
+    });
+  }
   // The pair rule for query class q against candidate class c, as
   // NearDupSet::Accept sees it: c's sketch only if q has one and c keeps it.
   PairDecision Decide(uint32_t q, uint32_t c, int distance) const {
@@ -119,122 +146,202 @@ constexpr uint8_t kForward = 1, kBackward = 2;
 
 // ---- anchors ----------------------------------------------------------------
 
+// A posting: anchor << 32 | class << 5 | slot.
 uint32_t AnchorOf(uint64_t p) { return static_cast<uint32_t>(p >> 32); }
 uint32_t ClassOf(uint64_t p) { return static_cast<uint32_t>(p >> 5) & (kMaxClasses - 1); }
 uint32_t SlotOf(uint64_t p) { return static_cast<uint32_t>(p & 31); }
 
-// Stable LSD radix sort by the anchor (the high 32 bits): 11, 11, 10 bits.
-void SortByAnchor(std::vector<uint64_t>* v) {
-  std::vector<uint64_t> tmp(v->size());
-  for (int shift = 32; shift < 64; shift += 11) {
-    const int bits = std::min(11, 64 - shift);
+// Postings are split by the anchor's top bits into buckets that are sorted,
+// scanned and paired independently, on all threads: one anchor's group never
+// spans two buckets.
+constexpr int kBucketBits = 10;
+constexpr size_t kBuckets = size_t{1} << kBucketBits;
+size_t BucketOf(uint64_t p) { return static_cast<size_t>(p >> (64 - kBucketBits)); }
+
+// Every anchor slot of the classes that use anchors, by bucket: bucket b is
+// postings[(*at)[b] .. (*at)[b + 1]), in class order (a stable scatter of
+// contiguous chunks).
+std::vector<uint64_t> BucketedPostings(const Rule& rule, int threads, std::vector<size_t>* at) {
+  const size_t n = rule.classes.size();
+  std::vector<size_t> offset(n + 1, 0);
+  for (uint32_t c = 0; c < n; ++c) {
+    const bool uses = rule.UsesAnchors() && (rule.flags[c] & kHasSketch);
+    offset[c + 1] = offset[c] + (uses ? std::min(rule.Sig(c).sketch.anchors.size(), kAnchorCount) : 0);
+  }
+  std::vector<uint64_t> flat(offset[n]);
+  ParallelFor(n, threads, [&](size_t b, size_t e) {
+    for (size_t c = b; c < e; ++c) {
+      for (size_t s = 0; s < offset[c + 1] - offset[c]; ++s) {
+        flat[offset[c] + s] = uint64_t{rule.Sig(static_cast<uint32_t>(c)).sketch.anchors[s]} << 32 | uint64_t{c} << 5 | s;
+      }
+    }
+  });
+  const size_t chunks = static_cast<size_t>(std::max(threads, 1)) * 4, chunk = flat.size() / chunks + 1;
+  std::vector<std::vector<size_t>> pos(chunks, std::vector<size_t>(kBuckets, 0));
+  ParallelFor(chunks, threads, [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      for (size_t i = k * chunk; i < std::min(flat.size(), (k + 1) * chunk); ++i) ++pos[k][BucketOf(flat[i])];
+    }
+  });
+  at->assign(kBuckets + 1, 0);
+  size_t next = 0;
+  for (size_t bucket = 0; bucket < kBuckets; ++bucket) {
+    (*at)[bucket] = next;
+    for (size_t k = 0; k < chunks; ++k) next += std::exchange(pos[k][bucket], next);
+  }
+  (*at)[kBuckets] = next;
+  std::vector<uint64_t> out(flat.size());
+  ParallelFor(chunks, threads, [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      for (size_t i = k * chunk; i < std::min(flat.size(), (k + 1) * chunk); ++i) {
+        out[pos[k][BucketOf(flat[i])]++] = flat[i];
+      }
+    }
+  });
+  return out;
+}
+
+// Sorts one bucket by anchor: a stable LSD radix sort of the bits below the
+// bucket's, so class order stays inside each anchor's group.
+void SortBucket(uint64_t* p, size_t n, std::vector<uint64_t>* tmp) {
+  tmp->resize(n);
+  uint64_t *from = p, *to = tmp->data();
+  for (int shift = 32; shift < 64 - kBucketBits; shift += 11) {
+    const int bits = std::min(11, 64 - kBucketBits - shift);
     const uint64_t mask = (uint64_t{1} << bits) - 1;
-    std::vector<size_t> count((size_t{1} << bits) + 1, 0);
-    for (uint64_t x : *v) ++count[((x >> shift) & mask) + 1];
-    for (size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
-    for (uint64_t x : *v) tmp[count[(x >> shift) & mask]++] = x;
-    v->swap(tmp);
+    size_t count[(1 << 11) + 1] = {};
+    for (size_t i = 0; i < n; ++i) ++count[((from[i] >> shift) & mask) + 1];
+    for (size_t b = 1; b <= mask + 1; ++b) count[b] += count[b - 1];
+    for (size_t i = 0; i < n; ++i) to[count[(from[i] >> shift) & mask]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != p) std::copy(from, from + n, p);
+}
+
+// Calls fn(begin, end) for each run of one anchor in a sorted bucket.
+template <typename Fn>
+void ForEachGroup(const uint64_t* p, size_t n, Fn fn) {
+  for (size_t b = 0, e; b < n; b = e) {
+    for (e = b + 1; e < n && AnchorOf(p[e]) == AnchorOf(p[b]); ++e) {
+    }
+    fn(p + b, p + e);
   }
 }
 
-// Starts of the runs of equal anchors in sorted postings, and the end.
-std::vector<size_t> GroupStarts(const std::vector<uint64_t>& postings) {
-  std::vector<size_t> starts;
-  for (size_t i = 0; i < postings.size(); ++i) {
-    if (i == 0 || AnchorOf(postings[i]) != AnchorOf(postings[i - 1])) starts.push_back(i);
-  }
-  starts.push_back(postings.size());
-  return starts;
+// Bit s of (*stop)[c]: anchor slot s of class c is a stop key for it, as at
+// least anchor_max_postings classes before it hold the anchor. A group is in
+// class order, so those are the holders before the posting.
+void MarkStops(const Rule& rule, const uint64_t* p, size_t n, std::vector<uint32_t>* stop) {
+  const uint32_t cap = static_cast<uint32_t>(rule.options.recheck.anchor_max_postings);
+  ForEachGroup(p, n, [&](const uint64_t* b, const uint64_t* e) {
+    uint32_t holders = 0;
+    for (; b != e; ++b) {
+      const uint32_t c = ClassOf(*b);
+      if (holders >= cap) std::atomic_ref<uint32_t>((*stop)[c]).fetch_or(uint32_t{1} << SlotOf(*b), std::memory_order_relaxed);
+      holders += rule.Keeps(c);
+    }
+  });
 }
 
 // Bit s of probe[c] / found[c]: anchor slot s of class c is one it probes /
-// is found under (the first `anchors` / max(anchors, 16) that are not stop
-// keys for it). Returns the postings of those slots, sorted by anchor, then
-// class.
-std::vector<uint64_t> LivePostings(const Rule& rule, std::vector<uint32_t>* probe, std::vector<uint32_t>* found) {
+// is found under: the first `anchors` / max(anchors, 16) that are not stop
+// keys for it.
+void LiveSlots(Rule& rule, const std::vector<uint32_t>& stop, int threads) {
   const size_t n = rule.classes.size();
-  probe->assign(n, 0);
-  found->assign(n, 0);
-  std::vector<uint64_t> postings;
-  if (!rule.UsesAnchors()) return postings;
-  for (uint32_t c = 0; c < n; ++c) {
-    const std::vector<uint32_t>& anchors = rule.Sig(c).sketch.anchors;
-    if (!rule.Sig(c).has_sketch()) continue;
-    for (uint32_t s = 0; s < anchors.size() && s < kAnchorCount; ++s) {
-      postings.push_back(uint64_t{anchors[s]} << 32 | uint64_t{c} << 5 | s);
-    }
-  }
-  SortByAnchor(&postings);
-  // Classes come in order inside a group: the holders before a posting are
-  // the classes before its class that hold the anchor.
-  std::vector<uint32_t> stop(n, 0);
-  const uint32_t cap = static_cast<uint32_t>(rule.options.recheck.anchor_max_postings);
-  const std::vector<size_t> starts = GroupStarts(postings);
-  for (size_t g = 0; g + 1 < starts.size(); ++g) {
-    uint32_t holders = 0;
-    for (size_t i = starts[g]; i < starts[g + 1]; ++i) {
-      const uint32_t c = ClassOf(postings[i]);
-      if (holders >= cap) stop[c] |= uint32_t{1} << SlotOf(postings[i]);
-      holders += rule.Keeps(c);
-    }
-  }
   const int probes = rule.options.recheck.anchors;
   const int founds = std::max(probes, RecheckOptions{}.anchors);
-  for (uint32_t c = 0; c < n; ++c) {
-    const size_t slots = std::min(rule.Sig(c).sketch.anchors.size(), kAnchorCount);
-    int live = 0;
-    for (uint32_t s = 0; s < slots && live < founds; ++s) {
-      if (stop[c] >> s & 1) continue;
-      if (live < probes) (*probe)[c] |= uint32_t{1} << s;
-      if (rule.Keeps(c)) (*found)[c] |= uint32_t{1} << s;
-      ++live;
-    }
-  }
-  size_t kept = 0;
-  for (uint64_t p : postings) {
-    if (((*probe)[ClassOf(p)] | (*found)[ClassOf(p)]) >> SlotOf(p) & 1) postings[kept++] = p;
-  }
-  postings.resize(kept);
-  return postings;
-}
-
-// The candidate pairs that share a live anchor, except those the exact
-// filter (sketch_record::RecordFilter: the n-gram counts and bucket counts)
-// rules out: both sides of such a pair have sketches, so the filter decides
-// as the pair rule would.
-std::vector<Pair> AnchorPairs(const Rule& rule, int threads, JoinStats* stats) {
-  std::vector<uint32_t> probe, found;
-  const std::vector<uint64_t> postings = LivePostings(rule, &probe, &found);
-  stats->live_postings = postings.size();
-  const std::vector<size_t> starts = GroupStarts(postings);
-  std::vector<sketch_record::RecordFilter> filters(rule.classes.size());
-  for (uint32_t c = 0; c < filters.size(); ++c) filters[c] = sketch_record::FilterFor(rule.options.recheck, rule.Sig(c));
-  std::mutex mu;
-  std::vector<Pair> out;
-  ParallelFor(starts.size() - 1, threads, [&](size_t gb, size_t ge) {
-    std::vector<Pair> local;
-    for (size_t g = gb; g < ge; ++g) {
-      for (size_t j = starts[g] + 1; j < starts[g + 1]; ++j) {
-        const uint32_t y = ClassOf(postings[j]);
-        const bool y_probes = (probe[y] >> SlotOf(postings[j]) & 1) && rule.Sig(y).has_features;
-        const bool y_found = found[y] >> SlotOf(postings[j]) & 1;
-        for (size_t i = starts[g]; i < j; ++i) {
-          const uint32_t x = ClassOf(postings[i]);
-          const bool x_probes = (probe[x] >> SlotOf(postings[i]) & 1) && rule.Sig(x).has_features;
-          const bool x_found = found[x] >> SlotOf(postings[i]) & 1;
-          uint8_t dirs = 0;
-          if (y_probes && x_found) dirs |= kForward;
-          if (x_probes && y_found && rule.classes.last[x] > rule.classes.first[y]) dirs |= kBackward;
-          if (dirs == 0) continue;
-          const sketch_record::RecordFilter& f = filters[y];
-          if (f.Rejects(filters[x].shingles, filters[x].complete, filters[x].counts)) continue;
-          local.push_back(Pair{y, x, dirs});
-        }
+  ParallelFor(n, threads, [&](size_t b, size_t e) {
+    for (uint32_t c = static_cast<uint32_t>(b); c < e; ++c) {
+      ClassInfo& i = rule.info[c];
+      if (!rule.UsesAnchors() || !(i.flags & kHasSketch)) continue;
+      const size_t slots = std::min(rule.Sig(c).sketch.anchors.size(), kAnchorCount);
+      int live = 0;
+      for (uint32_t s = 0; s < slots && live < founds; ++s) {
+        if (stop[c] >> s & 1) continue;
+        if (live < probes) i.probe |= uint32_t{1} << s;
+        if (i.flags & kKeeps) i.found |= uint32_t{1} << s;
+        ++live;
       }
     }
+  });
+}
+
+// One class of an anchor's group, gathered so that the group's pairs read
+// only this array.
+struct Member {
+  const ClassInfo* info = nullptr;
+  uint32_t cls = 0;
+  bool probes = false;  // probes the anchor (and has features)
+  bool found = false;   // is found under it
+};
+
+// The pairs of one group that share the anchor live: by n-gram count, so the
+// pair rule's size test is a window, not a test per pair; the bucket counts
+// then rule out most of the rest. Both sides of such a pair have sketches,
+// so the filter (sketch_record::RecordFilter) decides as the pair rule would.
+void GroupPairs(std::vector<Member>& m, double threshold, std::vector<Pair>* out) {
+  std::sort(m.begin(), m.end(), [](const Member& a, const Member& b) {
+    return a.info->shingles != b.info->shingles ? a.info->shingles < b.info->shingles : a.cls < b.cls;
+  });
+  sketch_record::RecordFilter filter;
+  filter.on = true, filter.threshold = threshold;
+  size_t lo = 0;
+  for (size_t j = 1; j < m.size(); ++j) {
+    while (lo < j && static_cast<double>(m[lo].info->shingles) < threshold * m[j].info->shingles) ++lo;
+    for (size_t i = lo; i < j; ++i) {
+      const Member &y = m[i].cls > m[j].cls ? m[i] : m[j], &x = m[i].cls > m[j].cls ? m[j] : m[i];
+      uint8_t dirs = 0;
+      if (y.probes && x.found) dirs |= kForward;
+      if (x.probes && y.found && x.info->last > y.info->first) dirs |= kBackward;
+      if (dirs == 0) continue;
+      filter.shingles = y.info->shingles, filter.complete = y.info->shingles <= kSketchSize, filter.counts = y.info->counts;
+      if (filter.Rejects(x.info->shingles, x.info->shingles <= kSketchSize, x.info->counts)) continue;
+      out->push_back(Pair{y.cls, x.cls, dirs});
+    }
+  }
+}
+
+// The candidate pairs that share a live anchor and that the exact filter
+// does not rule out: each bucket sorted and its stop keys marked, then the
+// live slots of every class, then each bucket's groups paired.
+std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
+  std::vector<size_t> at;
+  std::vector<uint64_t> postings = BucketedPostings(rule, threads, &at);
+  std::vector<uint32_t> stop(rule.classes.size(), 0);
+  ParallelFor(kBuckets, threads, [&](size_t bb, size_t be) {
+    std::vector<uint64_t> tmp;
+    for (size_t b = bb; b < be; ++b) {
+      SortBucket(postings.data() + at[b], at[b + 1] - at[b], &tmp);
+      MarkStops(rule, postings.data() + at[b], at[b + 1] - at[b], &stop);
+    }
+  });
+  LiveSlots(rule, stop, threads);
+  std::vector<uint32_t>().swap(stop);
+  std::mutex mu;
+  std::vector<Pair> out;
+  std::atomic<uint64_t> live{0};
+  ParallelFor(kBuckets, threads, [&](size_t bb, size_t be) {
+    std::vector<Pair> local;
+    std::vector<Member> m;
+    uint64_t seen = 0;
+    for (size_t b = bb; b < be; ++b) {
+      ForEachGroup(postings.data() + at[b], at[b + 1] - at[b], [&](const uint64_t* p, const uint64_t* e) {
+        m.clear();
+        for (; p != e; ++p) {
+          const uint32_t c = ClassOf(*p), bit = uint32_t{1} << SlotOf(*p);
+          const ClassInfo& i = rule.info[c];
+          if (!((i.probe | i.found) & bit)) continue;
+          m.push_back(Member{&i, c, (i.probe & bit) && (i.flags & kHasFeatures), (i.found & bit) != 0});
+        }
+        seen += m.size();
+        GroupPairs(m, rule.options.recheck.threshold, &local);
+      });
+    }
+    live += seen;
     std::lock_guard<std::mutex> lock(mu);
     out.insert(out.end(), local.begin(), local.end());
   });
+  stats->live_postings = live.load();
   return out;
 }
 
@@ -353,26 +460,30 @@ class StreamDecision {
     for (const Accepted& a : accepted_) ++at_[a.query + 1];
     for (size_t c = 0; c < n; ++c) at_[c + 1] += at_[c];
     // Classes of one normalized text, in order: the exact step's candidates.
+    std::vector<std::pair<uint64_t, uint32_t>> by_content(n);
+    for (uint32_t c = 0; c < n; ++c) by_content[c] = {rule.Sig(c).content_hash, c};
+    std::sort(by_content.begin(), by_content.end());
     by_content_.resize(n);
-    for (uint32_t c = 0; c < n; ++c) by_content_[c] = c;
-    std::stable_sort(by_content_.begin(), by_content_.end(),
-                     [&](uint32_t a, uint32_t b) { return rule.Sig(a).content_hash < rule.Sig(b).content_hash; });
-    content_at_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const bool starts = i == 0 || rule.Sig(by_content_[i]).content_hash != rule.Sig(by_content_[i - 1]).content_hash;
-      content_at_[by_content_[i]] = starts ? i : content_at_[by_content_[i - 1]];
+    content_run_.resize(n);
+    for (size_t b = 0, e; b < n; b = e) {
+      for (e = b + 1; e < n && by_content[e].first == by_content[b].first; ++e) {
+      }
+      for (size_t i = b; i < e; ++i) {
+        by_content_[i] = by_content[i].second;
+        content_run_[by_content[i].second] = {b, e};
+      }
     }
   }
 
   // Document d's decision (documents must come in order).
   Result<DedupDecision> Decide(uint32_t d) {
     const uint32_t c = rule_.classes.of[d];
-    const DocSignature& sig = rule_.Sig(c);
+    const bool features = rule_.flags[c] & kHasFeatures;
     std::optional<DuplicateMatch> m;
-    if (rule_.options.exact_fast_path || !sig.has_features) m = ExactStep(d, c);
-    if (!m && sig.has_features) m = NearStep(d, c);
+    if (rule_.options.exact_fast_path || !features) m = ExactStep(d, c);
+    if (!m && features) m = NearStep(d, c);
     DedupDecision decision;
-    decision.has_features = sig.has_features;
+    decision.has_features = features;
     if (!m) {
       if (d != rule_.classes.first[c]) {
         return Status::Internal("join: document " + std::to_string(d) + " matches nothing its class's first did");
@@ -392,10 +503,10 @@ class StreamDecision {
  private:
   // The first kept class with c's normalized text, before d, that passes.
   std::optional<DuplicateMatch> ExactStep(uint32_t d, uint32_t c) const {
-    const uint64_t content = rule_.Sig(c).content_hash;
-    for (size_t i = content_at_[c]; i < by_content_.size(); ++i) {
+    const auto [begin, end] = content_run_[c];
+    for (size_t i = begin; i < end; ++i) {
       const uint32_t e = by_content_[i];
-      if (rule_.Sig(e).content_hash != content || rule_.classes.first[e] >= d) break;
+      if (rule_.classes.first[e] >= d) break;
       if (!kept_[e]) continue;
       const PairDecision pd = rule_.Decide(c, e, 0);
       if (pd.duplicate) return DuplicateMatch{rule_.classes.first[e], 0, true, pd.similarity, pd.rechecked, pd.exact};
@@ -431,7 +542,7 @@ class StreamDecision {
   std::vector<size_t> at_;  // class c's accepted pairs: accepted_[at_[c] .. at_[c + 1])
   std::vector<uint8_t> kept_;
   std::vector<uint32_t> by_content_;  // classes by (content hash, class)
-  std::vector<size_t> content_at_;    // where c's content hash starts in by_content_
+  std::vector<std::pair<size_t, size_t>> content_run_;  // c's content hash in by_content_
 };
 
 }  // namespace
@@ -462,7 +573,8 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
   NEARDUP_RETURN_IF_ERROR(FindClasses(sigs, threads, &classes));
   stats->classes = classes.size();
   stats->classes_s = Since(t0);
-  Rule rule{options, NearDupOptions{}, sigs, classes};
+  Rule rule{options, NearDupOptions{}, sigs, classes, {}, {}};
+  rule.Describe(threads);
   rule.pair_options.k = options.k;
   rule.pair_options.exact_fast_path = options.exact_fast_path;
   rule.pair_options.recheck = options.recheck;
