@@ -160,44 +160,34 @@ size_t BucketOf(uint64_t p) { return static_cast<size_t>(p >> (64 - kBucketBits)
 
 // Every anchor slot of the classes that use anchors, by bucket: bucket b is
 // postings[(*at)[b] .. (*at)[b + 1]), in class order (a stable scatter of
-// contiguous chunks).
+// contiguous ranges of classes, straight from the signatures).
 std::vector<uint64_t> BucketedPostings(const Rule& rule, int threads, std::vector<size_t>* at) {
-  const size_t n = rule.classes.size();
-  std::vector<size_t> offset(n + 1, 0);
-  for (uint32_t c = 0; c < n; ++c) {
-    const bool uses = rule.UsesAnchors() && (rule.flags[c] & kHasSketch);
-    offset[c + 1] = offset[c] + (uses ? std::min(rule.Sig(c).sketch.anchors.size(), kAnchorCount) : 0);
-  }
-  std::vector<uint64_t> flat(offset[n]);
-  ParallelFor(n, threads, [&](size_t b, size_t e) {
-    for (size_t c = b; c < e; ++c) {
-      for (size_t s = 0; s < offset[c + 1] - offset[c]; ++s) {
-        flat[offset[c] + s] = uint64_t{rule.Sig(static_cast<uint32_t>(c)).sketch.anchors[s]} << 32 | uint64_t{c} << 5 | s;
+  const uint32_t n = static_cast<uint32_t>(rule.classes.size());
+  auto for_each_posting = [&](uint32_t c, auto fn) {
+    if (!rule.UsesAnchors() || !(rule.flags[c] & kHasSketch)) return;
+    const std::vector<uint32_t>& anchors = rule.Sig(c).sketch.anchors;
+    for (uint32_t s = 0; s < anchors.size() && s < kAnchorCount; ++s) fn(uint64_t{anchors[s]} << 32 | uint64_t{c} << 5 | s);
+  };
+  const uint32_t ranges = static_cast<uint32_t>(std::max(threads, 1)) * 4, range = n / ranges + 1;
+  std::vector<std::vector<size_t>> pos(ranges, std::vector<size_t>(kBuckets, 0));
+  auto each_range = [&](auto fn) {
+    ParallelFor(ranges, threads, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) {
+        const uint32_t from = static_cast<uint32_t>(k) * range;
+        for (uint32_t c = from; c < std::min(n, from + range); ++c) for_each_posting(c, [&](uint64_t p) { fn(k, p); });
       }
-    }
-  });
-  const size_t chunks = static_cast<size_t>(std::max(threads, 1)) * 4, chunk = flat.size() / chunks + 1;
-  std::vector<std::vector<size_t>> pos(chunks, std::vector<size_t>(kBuckets, 0));
-  ParallelFor(chunks, threads, [&](size_t b, size_t e) {
-    for (size_t k = b; k < e; ++k) {
-      for (size_t i = k * chunk; i < std::min(flat.size(), (k + 1) * chunk); ++i) ++pos[k][BucketOf(flat[i])];
-    }
-  });
+    });
+  };
+  each_range([&](size_t k, uint64_t p) { ++pos[k][BucketOf(p)]; });
   at->assign(kBuckets + 1, 0);
   size_t next = 0;
   for (size_t bucket = 0; bucket < kBuckets; ++bucket) {
     (*at)[bucket] = next;
-    for (size_t k = 0; k < chunks; ++k) next += std::exchange(pos[k][bucket], next);
+    for (size_t k = 0; k < ranges; ++k) next += std::exchange(pos[k][bucket], next);
   }
   (*at)[kBuckets] = next;
-  std::vector<uint64_t> out(flat.size());
-  ParallelFor(chunks, threads, [&](size_t b, size_t e) {
-    for (size_t k = b; k < e; ++k) {
-      for (size_t i = k * chunk; i < std::min(flat.size(), (k + 1) * chunk); ++i) {
-        out[pos[k][BucketOf(flat[i])]++] = flat[i];
-      }
-    }
-  });
+  std::vector<uint64_t> out(next);
+  each_range([&](size_t k, uint64_t p) { out[pos[k][BucketOf(p)]++] = p; });
   return out;
 }
 
@@ -269,8 +259,8 @@ void LiveSlots(Rule& rule, const std::vector<uint32_t>& stop, int threads) {
 // One class of an anchor's group, gathered so that the group's pairs read
 // only this array.
 struct Member {
-  const ClassInfo* info = nullptr;
-  uint32_t cls = 0;
+  internal::BucketCounts counts;
+  uint32_t shingles = 0, cls = 0, first = 0, last = 0;
   bool probes = false;  // probes the anchor (and has features)
   bool found = false;   // is found under it
 };
@@ -281,22 +271,21 @@ struct Member {
 // so the filter (sketch_record::RecordFilter) decides as the pair rule would.
 void GroupPairs(std::vector<Member>& m, double threshold, std::vector<Pair>* out) {
   std::sort(m.begin(), m.end(), [](const Member& a, const Member& b) {
-    return a.info->shingles != b.info->shingles ? a.info->shingles < b.info->shingles : a.cls < b.cls;
+    return a.shingles != b.shingles ? a.shingles < b.shingles : a.cls < b.cls;
   });
-  sketch_record::RecordFilter filter;
+  sketch_record::RecordFilter filter;  // symmetric: tried before the pair is oriented
   filter.on = true, filter.threshold = threshold;
   size_t lo = 0;
   for (size_t j = 1; j < m.size(); ++j) {
-    while (lo < j && static_cast<double>(m[lo].info->shingles) < threshold * m[j].info->shingles) ++lo;
+    while (lo < j && static_cast<double>(m[lo].shingles) < threshold * m[j].shingles) ++lo;
+    filter.shingles = m[j].shingles, filter.complete = m[j].shingles <= kSketchSize, filter.counts = m[j].counts;
     for (size_t i = lo; i < j; ++i) {
+      if (filter.Rejects(m[i].shingles, m[i].shingles <= kSketchSize, m[i].counts)) continue;
       const Member &y = m[i].cls > m[j].cls ? m[i] : m[j], &x = m[i].cls > m[j].cls ? m[j] : m[i];
       uint8_t dirs = 0;
       if (y.probes && x.found) dirs |= kForward;
-      if (x.probes && y.found && x.info->last > y.info->first) dirs |= kBackward;
-      if (dirs == 0) continue;
-      filter.shingles = y.info->shingles, filter.complete = y.info->shingles <= kSketchSize, filter.counts = y.info->counts;
-      if (filter.Rejects(x.info->shingles, x.info->shingles <= kSketchSize, x.info->counts)) continue;
-      out->push_back(Pair{y.cls, x.cls, dirs});
+      if (x.probes && y.found && x.last > y.first) dirs |= kBackward;
+      if (dirs != 0) out->push_back(Pair{y.cls, x.cls, dirs});
     }
   }
 }
@@ -316,7 +305,10 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
     }
   });
   LiveSlots(rule, stop, threads);
-  std::vector<uint32_t>().swap(stop);
+  // Reused as the live slots (probe | found), 4 bytes a class: every
+  // posting is checked against it, and only live ones read their class.
+  for (uint32_t c = 0; c < stop.size(); ++c) stop[c] = rule.info[c].probe | rule.info[c].found;
+  const std::vector<uint32_t>& live_slots = stop;
   std::mutex mu;
   std::vector<Pair> out;
   std::atomic<uint64_t> live{0};
@@ -329,9 +321,10 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
         m.clear();
         for (; p != e; ++p) {
           const uint32_t c = ClassOf(*p), bit = uint32_t{1} << SlotOf(*p);
+          if (!(live_slots[c] & bit)) continue;
           const ClassInfo& i = rule.info[c];
-          if (!((i.probe | i.found) & bit)) continue;
-          m.push_back(Member{&i, c, (i.probe & bit) && (i.flags & kHasFeatures), (i.found & bit) != 0});
+          m.push_back(Member{i.counts, i.shingles, c, i.first, i.last, (i.probe & bit) && (i.flags & kHasFeatures),
+                             (i.found & bit) != 0});
         }
         seen += m.size();
         GroupPairs(m, rule.options.recheck.threshold, &local);
