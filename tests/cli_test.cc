@@ -620,6 +620,51 @@ TEST_F(CliTest, KeepLongestKeepsTheLongestOfEachGroup) {
   EXPECT_NE(err_.find("standard input"), std::string::npos) << err_;
 }
 
+// --decide join (batch_join.h): the same outputs for any thread count and
+// batch size, with every output kind; close to the stream rule's; bad lines
+// counted once; the flags that need the stream decision refused.
+TEST_F(CliTest, DecideJoinGivesTheSameOutputsForAnyThreadCount) {
+  std::string reference;
+  for (const std::string& opts : {std::string("-t 1"), std::string("-t 2"), std::string("-t 3 --batch-size 77")}) {
+    ASSERT_EQ(Run("dedup --decide join -i " + kSample + " -o " + Path("u") + " -d " + Path("d") + " --clusters " +
+                  Path("c") + " --stats-json " + Path("s.json") + " " + opts),
+              0)
+        << err_;
+    EXPECT_NE(err_.find("  join        "), std::string::npos) << err_;
+    ASSERT_EQ(Run("dedup -q --decide join --annotate dup -i " + kSample + " -o " + Path("a") + " " + opts), 0) << err_;
+    const std::string all = ReadFile(Path("u")) + "\x1f" + ReadFile(Path("d")) + "\x1f" + ReadFile(Path("c")) +
+                            "\x1f" + ReadFile(Path("a"));
+    if (reference.empty()) reference = all;
+    EXPECT_TRUE(all == reference) << opts << " differs from -t 1";
+  }
+  const auto stats = nlohmann::json::parse(ReadFile(Path("s.json")));
+  EXPECT_GT(stats["join"]["pairs"].get<uint64_t>(), 0u);
+  const size_t total = Lines(ReadFile(kSample)).size(), dups = Lines(ReadFile(Path("d"))).size();
+  EXPECT_EQ(Lines(ReadFile(Path("u"))).size() + dups, total);
+  EXPECT_EQ(stats["kept"].get<size_t>() + dups, total);
+  EXPECT_EQ(Lines(ReadFile(Path("a"))).size(), total);
+  ASSERT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("f") + " -d " + Path("fd")), 0);
+  const size_t stream_dups = Lines(ReadFile(Path("fd"))).size();
+  EXPECT_GT(dups, stream_dups * 97 / 100);
+  EXPECT_LT(dups, stream_dups * 103 / 100);
+  // Bad lines are skipped by the analysis and counted once, by the writing pass.
+  WriteFile(Path("small.jsonl"), kSmall);
+  ASSERT_EQ(Run("dedup --decide join -i " + Path("small.jsonl") + " -o " + Path("x") + " --stats-json " +
+                Path("s2.json")),
+            0)
+      << err_;
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("s2.json")))["bad_lines"], 3);
+  for (const std::string& flags : {std::string("--memory-limit 1G"), std::string("--load-index ") + dir_,
+                                   std::string("--checkpoint ") + Path("ck"), std::string("--keep longest"),
+                                   std::string("--sketch-dir ") + dir_}) {
+    EXPECT_EQ(Run("dedup --decide join -i " + kSample + " -o " + Path("r") + " " + flags), 2) << flags;
+    EXPECT_NE(err_.find("--decide join cannot be combined with"), std::string::npos) << flags << ": " << err_;
+  }
+  EXPECT_EQ(Run("dedup --decide join -i - -o " + Path("x"), Path("small.jsonl")), 2);
+  EXPECT_NE(err_.find("--decide join reads the inputs twice"), std::string::npos) << err_;
+  EXPECT_EQ(Run("dedup --decide sideways -i " + kSample + " -o " + Path("x")), 2);
+}
+
 std::string ReadAnyFile(const std::string& path);
 
 // --checkpoint: a run killed anywhere (after any batch, or by SIGKILL at

@@ -683,6 +683,7 @@ Status CheckDecideJoin(const DedupFlags& f) {
 }
 
 int RunDedup(const DedupFlags& f) {
+  if (Status st = CheckDecideJoin(f); !st.ok()) return Fail(st);
   auto fp_options = ToFingerprintOptions(f.fp);
   if (!fp_options.ok()) return Fail(fp_options.status());
   DedupOptions options;
@@ -701,7 +702,6 @@ int RunDedup(const DedupFlags& f) {
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
-  if (Status st = CheckDecideJoin(f); !st.ok()) return Fail(st);
   auto inputs = ExpandInputs(f.in.inputs.empty() ? std::vector<std::string>{"-"} : f.in.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
   if (f.memory_limit > 0) return RunDedupInRounds(f, *inputs);
