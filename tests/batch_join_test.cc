@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dedup/sketch_record.h"
+#include "util/rule_variants.h"
 #include "util/sample_texts.h"
 
 namespace neardup {
@@ -75,16 +76,8 @@ class Oracle {
       if (o_.exact_fast_path || !s.has_features) m = Exact(d);
       if (!m && s.has_features) m = Near(d);
       out[d].has_features = s.has_features;
-      if (!m) {
-        kept_[d] = true;
-        continue;
-      }
-      out[d].duplicate = true;
-      out[d].duplicate_of = m->id;
-      out[d].distance = m->distance;
-      out[d].exact = m->exact;
-      out[d].similarity = m->similarity;
-      out[d].similarity_exact = SimilarityIsExact(*m);
+      if (m) out[d] = DuplicateDecision(*m, s.has_features);
+      kept_[d] = !m;
     }
     return out;
   }
@@ -175,19 +168,7 @@ class Oracle {
   std::vector<bool> kept_;
 };
 
-struct Variant {
-  const char* name;
-  void (*set)(DedupOptions*);
-};
-const Variant kVariants[] = {
-    {"default", [](DedupOptions*) {}},
-    {"anchor_max_postings=2", [](DedupOptions* o) { o->recheck.anchor_max_postings = 2; }},
-    {"anchors=3 threshold=0.5", [](DedupOptions* o) { o->recheck.anchors = 3, o->recheck.threshold = 0.5; }},
-    {"short_k=6 shingle_size=2", [](DedupOptions* o) { o->recheck.short_k = 6, o->recheck.shingle_size = 2; }},
-    {"sketch_max_chars=60", [](DedupOptions* o) { o->recheck.sketch_max_chars = 60; }},
-    {"no exact fast path", [](DedupOptions* o) { o->exact_fast_path = false; }},
-    {"re-check off", [](DedupOptions* o) { o->recheck.enabled = false; }},
-};
+const std::vector<testing::RuleVariant> kVariants = testing::RuleVariants();
 
 // Sanitizer builds run the same comparison on fewer texts.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -198,7 +179,7 @@ constexpr size_t kPerFile = 700;
 
 TEST(BatchJoinTest, DecidesAsTheBruteForceOracleOfItsRule) {
   const std::vector<std::string> texts = JoinTexts(kPerFile);
-  for (const Variant& v : kVariants) {
+  for (const testing::RuleVariant& v : kVariants) {
     SCOPED_TRACE(v.name);
     DedupOptions options;
     v.set(&options);
@@ -246,7 +227,7 @@ TEST(BatchJoinTest, FindsWhatTheStreamRuleFindsWithinAFewPercent) {
 
 TEST(BatchJoinTest, ThreadCountsGiveIdenticalDecisions) {
   const std::vector<std::string> texts = JoinTexts(kPerFile);
-  for (const Variant& v : {kVariants[0], kVariants[1]}) {
+  for (const testing::RuleVariant& v : {kVariants[0], kVariants[1]}) {
     SCOPED_TRACE(v.name);
     DedupOptions options;
     v.set(&options);

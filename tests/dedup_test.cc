@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/jsonl.h"
+#include "util/rule_variants.h"
 #include "util/sample_texts.h"
 
 namespace neardup {
@@ -419,21 +420,9 @@ TEST(Dedup, ThreadedBatchesDecideExactlyAsOneThread) {
   // Exact repeats of earlier texts, some within the same slice.
   for (size_t i = 0; i < 600; ++i) texts.push_back(texts[(i * 7919) % texts.size()]);
   std::vector<std::string_view> views(texts.begin(), texts.end());
-  struct Variant {
-    const char* name;
-    void (*set)(DedupOptions*);
-  };
-  const Variant variants[] = {
-      {"default", [](DedupOptions*) {}},
-      {"anchor_max_postings=2", [](DedupOptions* o) { o->recheck.anchor_max_postings = 2; }},
-      {"anchors=3 threshold=0.5", [](DedupOptions* o) { o->recheck.anchors = 3, o->recheck.threshold = 0.5; }},
-      {"short_k=6 shingle_size=2", [](DedupOptions* o) { o->recheck.short_k = 6, o->recheck.shingle_size = 2; }},
-      {"sketch_max_chars=60", [](DedupOptions* o) { o->recheck.sketch_max_chars = 60; }},
-      {"no exact fast path", [](DedupOptions* o) { o->exact_fast_path = false; }},
-      {"re-check off", [](DedupOptions* o) { o->recheck.enabled = false; }},
-      {"sketches in a file", [](DedupOptions* o) { o->sketch_dir = ::testing::TempDir(); }},
-  };
-  for (const Variant& v : variants) {
+  std::vector<testing::RuleVariant> variants = testing::RuleVariants();
+  variants.push_back({"sketches in a file", [](DedupOptions* o) { o->sketch_dir = ::testing::TempDir(); }});
+  for (const testing::RuleVariant& v : variants) {
     DedupOptions options;
     v.set(&options);
     std::vector<DedupDecision> reference;

@@ -475,22 +475,14 @@ class StreamDecision {
     std::optional<DuplicateMatch> m;
     if (rule_.options.exact_fast_path || !features) m = ExactStep(d, c);
     if (!m && features) m = NearStep(d, c);
-    DedupDecision decision;
-    decision.has_features = features;
-    if (!m) {
-      if (d != rule_.classes.first[c]) {
-        return Status::Internal("join: document " + std::to_string(d) + " matches nothing its class's first did");
-      }
-      kept_[c] = 1;
-      return decision;
+    if (m) return DuplicateDecision(*m, features);
+    if (d != rule_.classes.first[c]) {
+      return Status::Internal("join: document " + std::to_string(d) + " matches nothing its class's first did");
     }
-    decision.duplicate = true;
-    decision.duplicate_of = m->id;
-    decision.distance = m->distance;
-    decision.exact = m->exact;
-    decision.similarity = m->similarity;
-    decision.similarity_exact = SimilarityIsExact(*m);
-    return decision;
+    kept_[c] = 1;
+    DedupDecision kept;
+    kept.has_features = features;
+    return kept;
   }
 
  private:

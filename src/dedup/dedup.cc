@@ -205,12 +205,7 @@ Result<DedupDecision> Deduplicator::Apply(const DocSignature& doc, const std::op
   DedupDecision decision;
   decision.has_features = doc.has_features;
   if (match) {
-    decision.duplicate = true;
-    decision.duplicate_of = match->id;
-    decision.distance = match->distance;
-    decision.exact = match->exact;
-    decision.similarity = match->similarity;
-    decision.similarity_exact = SimilarityIsExact(*match);
+    decision = DuplicateDecision(*match, doc.has_features);
     ++(decision.exact ? stats_.exact_duplicates : stats_.near_duplicates);
   } else {
     // A duplicate is never kept, so every duplicate points at a kept document.

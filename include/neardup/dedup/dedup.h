@@ -88,6 +88,19 @@ struct DedupDecision {
   friend bool operator==(const DedupDecision&, const DedupDecision&) = default;
 };
 
+// The decision of a document that duplicates match's kept document.
+inline DedupDecision DuplicateDecision(const DuplicateMatch& match, bool has_features) {
+  DedupDecision d;
+  d.duplicate = true;
+  d.duplicate_of = match.id;
+  d.distance = match.distance;
+  d.exact = match.exact;
+  d.has_features = has_features;
+  d.similarity = match.similarity;
+  d.similarity_exact = SimilarityIsExact(match);
+  return d;
+}
+
 struct DedupStats {
   uint64_t documents = 0;         // decided so far
   uint64_t kept = 0;
