@@ -288,6 +288,25 @@ TEST(BatchJoinTest, CornerCases) {
   CountDecisions(out, &counted);
   EXPECT_EQ(counted.kept, 1u);
   EXPECT_EQ(counted.exact_duplicates, 49u);
+  // Many distinct texts of one normalized text (punctuation variants: one
+  // fingerprint, distinct sketches) are compared with the kept ones while
+  // deciding, not paired with each other by the join.
+  std::vector<std::string> variants;
+  const char* words[] = {"we", "moved", "to", "a", "new", "office", "right", "down", "town"};
+  for (int i = 0; i < 400; ++i) {  // a comma after word b iff bit b of i
+    std::string t;
+    for (int b = 0; b < 9; ++b) t += std::string(words[b]) + (i >> b & 1 ? ", " : " ");
+    variants.push_back(t);
+  }
+  const std::vector<DocSignature> punct = Sign(variants, options);
+  ASSERT_TRUE(DecideByJoin(punct, options, 2, &out, &stats).ok());
+  EXPECT_GT(stats.classes, 300u);
+  EXPECT_EQ(out, Oracle(punct, options).Decide());
+  DedupOptions no_anchors;  // the anchors pair them, up to the stop keys; the fingerprint does not
+  no_anchors.recheck.anchors = 0;
+  ASSERT_TRUE(DecideByJoin(punct, no_anchors, 2, &out, &stats).ok());
+  EXPECT_EQ(stats.pairs, 0u);
+  EXPECT_EQ(out, Oracle(punct, no_anchors).Decide());
   // A radius the fingerprint join does not cover.
   options.recheck.short_k = 8;
   EXPECT_EQ(DecideByJoin(same, options, 1, &out).code(), Status::Code::kNotSupported);

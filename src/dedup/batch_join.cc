@@ -342,7 +342,12 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
 
 // The pairs of classes with features within the later's radius (kForward)
 // or the earlier's (kBackward), joined over distinct fingerprint values.
-Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out) {
+// Classes of one fingerprint value are not paired here: (*group)[c] numbers
+// c's value (kNoGroup without features), and the decision compares a class
+// with the kept classes of its value only, as the stream rule's index does,
+// so a value shared by many distinct texts costs what it costs there.
+constexpr uint32_t kNoGroup = UINT32_MAX;
+Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out, std::vector<uint32_t>* group) {
   const RecheckOptions& r = rule.options.recheck;
   const int radius = r.enabled ? std::max(rule.options.k, r.short_k) : rule.options.k;
   if (radius > kMaxSelfJoinK) {
@@ -363,10 +368,26 @@ Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out) {
     }
   }
   at.push_back(by_fp.size());
+  group->assign(rule.classes.size(), kNoGroup);
+  for (size_t v = 0; v + 1 < at.size(); ++v) {
+    for (size_t i = at[v]; i < at[v + 1]; ++i) (*group)[by_fp[i].second] = static_cast<uint32_t>(v);
+  }
+  // Pairs of values multiply their classes: bounded, so that values shared
+  // by many distinct texts fail with a message instead of exhausting memory.
+  const uint64_t limit = std::max<uint64_t>(uint64_t{1} << 24, uint64_t{64} * rule.classes.size());
   std::vector<JoinPair> joined;
   SelfJoinOptions so;
   so.threads = threads;
-  NEARDUP_RETURN_IF_ERROR(SelfJoin(values, radius, so, &joined));
+  so.max_pairs = limit;
+  uint64_t product = 0;
+  Status st = SelfJoin(values, radius, so, &joined);
+  for (const JoinPair& p : joined) product += (at[p.i + 1] - at[p.i]) * (at[p.j + 1] - at[p.j]);
+  if (st.code() == Status::Code::kResourceExhausted || product > limit) {
+    return Status::ResourceExhausted("the join would list more than " + std::to_string(limit) +
+                                     " fingerprint pairs (many distinct texts near one fingerprint): use "
+                                     "--decide stream");
+  }
+  NEARDUP_RETURN_IF_ERROR(st);
   auto emit = [&](uint32_t a, uint32_t b, int distance) {
     const uint32_t later = std::max(a, b), earlier = std::min(a, b);
     uint8_t dirs = 0;
@@ -374,11 +395,6 @@ Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out) {
     if (distance <= rule.Radius(earlier) && rule.classes.last[earlier] > rule.classes.first[later]) dirs |= kBackward;
     if (dirs != 0) out->push_back(Pair{later, earlier, dirs});
   };
-  for (size_t v = 0; v + 1 < at.size(); ++v) {  // equal fingerprints: distance 0
-    for (size_t j = at[v] + 1; j < at[v + 1]; ++j) {
-      for (size_t i = at[v]; i < j; ++i) emit(by_fp[i].second, by_fp[j].second, 0);
-    }
-  }
   for (const JoinPair& p : joined) {
     for (size_t i = at[p.i]; i < at[p.i + 1]; ++i) {
       for (size_t j = at[p.j]; j < at[p.j + 1]; ++j) emit(by_fp[i].second, by_fp[j].second, static_cast<int>(p.distance));
@@ -446,8 +462,13 @@ std::vector<Accepted> AcceptedPairs(const Rule& rule, std::vector<Pair>* pairs, 
 
 class StreamDecision {
  public:
-  StreamDecision(const Rule& rule, std::vector<Accepted> accepted)
-      : rule_(rule), accepted_(std::move(accepted)), kept_(rule.classes.size(), 0) {
+  StreamDecision(const Rule& rule, std::vector<Accepted> accepted, std::vector<uint32_t> fp_group)
+      : rule_(rule),
+        accepted_(std::move(accepted)),
+        kept_(rule.classes.size(), 0),
+        fp_group_(std::move(fp_group)),
+        last_kept_(rule.classes.size(), kNone),
+        kept_before_(rule.classes.size(), kNone) {
     const size_t n = rule.classes.size();
     at_.assign(n + 1, 0);
     for (const Accepted& a : accepted_) ++at_[a.query + 1];
@@ -480,6 +501,10 @@ class StreamDecision {
       return Status::Internal("join: document " + std::to_string(d) + " matches nothing its class's first did");
     }
     kept_[c] = 1;
+    if (fp_group_[c] != kNoGroup) {
+      kept_before_[c] = last_kept_[fp_group_[c]];
+      last_kept_[fp_group_[c]] = c;
+    }
     DedupDecision kept;
     kept.has_features = features;
     return kept;
@@ -499,8 +524,9 @@ class StreamDecision {
     return std::nullopt;
   }
 
-  // The best accepted kept candidate before d; its own class's first counts
-  // for a later document of the class.
+  // The best accepted kept candidate before d: from the listed pairs, and
+  // the kept classes of its fingerprint value (its own class's first among
+  // them, for a later document of the class), tried now.
   std::optional<DuplicateMatch> NearStep(uint32_t d, uint32_t c) const {
     std::optional<DuplicateMatch> best;
     for (size_t i = at_[c]; i < at_[c + 1]; ++i) {
@@ -510,22 +536,27 @@ class StreamDecision {
         break;
       }
     }
-    if (rule_.classes.first[c] < d && kept_[c]) {
-      const PairDecision pd = rule_.Decide(c, c, 0);
-      const DuplicateMatch self{rule_.classes.first[c], 0, true, pd.similarity, pd.rechecked, pd.exact};
-      const bool by_similarity = rule_.options.recheck.enabled;
-      if (pd.duplicate &&
-          (!best || RanksBefore(sketch_record::RankOf(self), sketch_record::RankOf(*best), by_similarity))) {
-        best = self;
-      }
+    const bool by_similarity = rule_.options.recheck.enabled;
+    const uint64_t content = rule_.Sig(c).content_hash;
+    for (uint32_t e = last_kept_[fp_group_[c]]; e != kNone; e = kept_before_[e]) {
+      const PairDecision pd = rule_.Decide(c, e, 0);
+      if (!pd.duplicate) continue;
+      const DuplicateMatch m{rule_.classes.first[e], 0, rule_.Sig(e).content_hash == content, pd.similarity,
+                             pd.rechecked, pd.exact};
+      if (!best || RanksBefore(sketch_record::RankOf(m), sketch_record::RankOf(*best), by_similarity)) best = m;
     }
     return best;
   }
+
 
   const Rule& rule_;
   std::vector<Accepted> accepted_;
   std::vector<size_t> at_;  // class c's accepted pairs: accepted_[at_[c] .. at_[c + 1])
   std::vector<uint8_t> kept_;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> fp_group_;     // FingerprintPairs' value numbers
+  std::vector<uint32_t> last_kept_;    // by value: its last kept class
+  std::vector<uint32_t> kept_before_;  // by kept class: the value's kept class before it
   std::vector<uint32_t> by_content_;  // classes by (content hash, class)
   std::vector<std::pair<size_t, size_t>> content_run_;  // c's content hash in by_content_
 };
@@ -568,7 +599,8 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
   std::vector<Pair> pairs = AnchorPairs(rule, threads, stats);
   stats->anchors_s = Since(t0);
   t0 = Clock::now();
-  NEARDUP_RETURN_IF_ERROR(FingerprintPairs(rule, threads, &pairs));
+  std::vector<uint32_t> fp_group;
+  NEARDUP_RETURN_IF_ERROR(FingerprintPairs(rule, threads, &pairs, &fp_group));
   stats->fingerprints_s = Since(t0);
   t0 = Clock::now();
   std::vector<Accepted> accepted = AcceptedPairs(rule, &pairs, threads);
@@ -578,7 +610,7 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
   stats->rule_s = Since(t0);
 
   t0 = Clock::now();
-  StreamDecision decide(rule, std::move(accepted));
+  StreamDecision decide(rule, std::move(accepted), std::move(fp_group));
   std::vector<DedupDecision> decisions(sigs.size());
   for (uint32_t d = 0; d < sigs.size(); ++d) {
     NEARDUP_ASSIGN_OR_RETURN(decisions[d], decide.Decide(d));

@@ -31,11 +31,10 @@
 // differs; tests/batch_join_test.cc checks them against a brute-force oracle
 // of this rule, and docs/BENCHMARKS.md compares both with all-pairs truth.
 //
-// Cost: all in memory, about 0.5–1 KB per distinct signature of short text
-// at its peak (sketches, 32 postings of 8 bytes, the pairs); pairs inside a
-// group of classes with one fingerprint value are listed one by one
-// (quadratic in that group, which equal texts do not make: they share a
-// class).
+// Cost: all in memory, about 1.1 KB per short document at its peak
+// (signatures, 32 postings of 8 bytes per class, the pairs). Classes of one
+// fingerprint value are not paired by the join: each is compared with that
+// value's kept classes while deciding, as the stream rule's index would.
 //
 // Thread-safety: a pure function of its arguments; runs on up to `threads`
 // threads of its own.
@@ -66,8 +65,10 @@ struct JoinStats {
 // (optional) what it took. The same result for any `threads` (<= 1: the
 // calling thread). Errors: kInvalidArgument for options out of range or 2^27
 // distinct signatures or more; kNotSupported for a search radius
-// (max(k, short_k) with the re-check) above kMaxSelfJoinK. *out is left
-// empty on error.
+// (max(k, short_k) with the re-check) above kMaxSelfJoinK;
+// kResourceExhausted when pairs of nearby fingerprint values would list more
+// than max(2^24, 64 per class) pairs of classes (many distinct texts near one
+// fingerprint: the stream rule handles them). *out is left empty on error.
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats = nullptr);
 
