@@ -648,6 +648,33 @@ TEST_F(StageTest, MemoryLimitShowsProgressInRounds) {
 // Regression (the outputs): they are opened at the start, so that a path
 // that cannot be written fails at once, and are written at the end; a run
 // ended by a signal left them as empty files, which read as a result.
+// Regression: an output that is a device or a pipe was replaced by a regular
+// file (stage files are written under a temporary name and renamed into
+// place; --memory-limit's --stats-json was moved in) or removed (a failed
+// --memory-limit run removes its outputs). Run as root, `stage fingerprint
+// -o /dev/null` replaced /dev/null for the whole machine. A FIFO with a
+// reader stands for the device here.
+TEST_F(StageTest, DevicesAndPipesAsOutputsAreWrittenInPlace) {
+  WriteAll(Path("bad.jsonl"), "{\"id\": 1, \"text\": \"a b c\"}\n{bad\n");
+  const std::string fifo = Path("fifo"), rounds = " --memory-limit 1M --spill-dir '" + dir_ + "'";
+  const std::pair<std::string, int> runs[] = {
+      {"stage fingerprint -i '" + kSample + "' -o '" + fifo + "'", 0},
+      {"dedup -q -i '" + kSample + "' -o '" + fifo + "'" + rounds, 0},
+      {"dedup -q -i '" + kSample + "' -o '" + Path("k") + "' --stats-json '" + fifo + "'" + rounds, 0},
+      {"dedup -q -i '" + Path("bad.jsonl") + "' -o '" + fifo + "' --strict" + rounds, 3},
+  };
+  for (const auto& [args, rc] : runs) {
+    SCOPED_TRACE(args);
+    std::filesystem::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    ASSERT_EQ(std::system(("timeout 120 cat '" + fifo + "' > '" + Path("copy") + "' &").c_str()), 0);
+    EXPECT_EQ(Run(args), rc) << err_;
+    struct stat st {};
+    ASSERT_EQ(::lstat(fifo.c_str(), &st), 0) << "the output was removed";
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the output was replaced by a regular file";
+  }
+}
+
 TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   const auto inputs = RoundsCorpus(dir_);
   ASSERT_EQ(::mkdir(Path("spill").c_str(), 0755), 0);

@@ -44,6 +44,7 @@
 #include "neardup/dedup/staged_files.h"
 #include "dedup_checkpoint.h"
 #include "util/append_file.h"
+#include "util/special_file.h"
 #include "util/temp_file.h"
 
 namespace neardup::cli {
@@ -1382,7 +1383,7 @@ int RunFilter(const FilterFlags& f) {
     // Outputs of a failed task must not be mistaken for a result.
     out_paths.push_back(f.duplicates);
     for (const std::string& path : out_paths) {
-      if (!path.empty() && path != "-") std::remove(path.c_str());
+      if (!path.empty() && path != "-" && !IsSpecialFile(path)) std::remove(path.c_str());
     }
     return Fail(st);
   }
@@ -1553,17 +1554,13 @@ class RoundOutputs {
  public:
   Status Open(const StagedDedupArgs& a) {
     for (int i = 0; i < a.output_shards; ++i) {
-      paths_.push_back(ShardPath(a.output, i, a.output_shards));
-      NEARDUP_ASSIGN_OR_RETURN(FilePtr out, OpenOutput(paths_.back()));
+      NEARDUP_ASSIGN_OR_RETURN(FilePtr out, OpenOutput(Note(ShardPath(a.output, i, a.output_shards))));
       outs_.push_back(std::move(out));
     }
     if (!a.duplicates.empty()) {
-      paths_.push_back(a.duplicates);
-      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(a.duplicates));
+      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(Note(a.duplicates)));
     }
-    for (const std::string& path : paths_) {
-      if (path != "-") names_ += path + '\0';
-    }
+    for (const std::string& path : removable_) names_ += path + '\0';
     names_ += '\0';
     g_outputs.store(names_.c_str());
     return Status::OK();
@@ -1597,14 +1594,20 @@ class RoundOutputs {
     g_outputs.store(nullptr);
     if (done_) return;
     outs_.clear(), dups_.reset();
-    for (const std::string& path : paths_) {
-      if (path != "-") std::remove(path.c_str());
-    }
+    for (const std::string& path : removable_) std::remove(path.c_str());
   }
 
  private:
   std::vector<std::string> paths_;
-  std::string names_;  // paths_ for the signal handler (g_outputs)
+  // An output to remove if the run fails: a file, not standard output or a
+  // device such as /dev/null (util/special_file.h). Noted before it is opened.
+  std::string Note(const std::string& path) {
+    paths_.push_back(path);
+    if (path != "-" && !IsSpecialFile(path)) removable_.push_back(path);
+    return path;
+  }
+  std::vector<std::string> removable_;
+  std::string names_;  // removable_ for the signal handler (g_outputs)
   std::vector<FilePtr> outs_;
   FilePtr dups_;
   bool done_ = false;
@@ -1613,14 +1616,20 @@ class RoundOutputs {
 // Moves a file made in the scratch directory to where the user asked for it
 // (a copy when they are on different file systems).
 Status MoveInto(const std::string& from, const std::string& to) {
-  if (to == "-") {
+  if (to == "-" || IsSpecialFile(to)) {  // copied in: a rename would replace /dev/null
     std::FILE* in = std::fopen(from.c_str(), "rb");
     if (in == nullptr) return Status::IOError("cannot read " + from);
+    std::FILE* out = to == "-" ? stdout : std::fopen(to.c_str(), "wb");
+    if (out == nullptr) {
+      std::fclose(in);
+      return Status::IOError("cannot write " + to + ": " + std::strerror(errno));
+    }
     char buf[1 << 16];
     size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) std::fwrite(buf, 1, n, stdout);
+    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) std::fwrite(buf, 1, n, out);
     std::fclose(in);
-    return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("cannot write standard output");
+    const bool ok = std::fflush(out) == 0 && std::ferror(out) == 0 && (out == stdout || std::fclose(out) == 0);
+    return ok ? Status::OK() : Status::IOError("cannot write " + to);
   }
   std::error_code ec;
   std::filesystem::rename(from, to, ec);

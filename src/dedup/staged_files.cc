@@ -9,6 +9,7 @@
 
 #include "util/append_file.h"
 #include "util/coding.h"
+#include "util/special_file.h"
 #include "util/temp_file.h"
 
 namespace neardup {
@@ -70,17 +71,19 @@ StageFileWriter::StageFileWriter(std::string path, std::FILE* file)
 
 StageFileWriter::~StageFileWriter() {
   if (file_ != nullptr) std::fclose(file_);
-  if (!finished_ && !keep_unfinished_) std::remove((path_ + ".tmp").c_str());
+  if (!finished_ && !keep_unfinished_ && !direct_) std::remove((path_ + ".tmp").c_str());
 }
 
 Result<std::unique_ptr<StageFileWriter>> StageFileWriter::Create(const std::string& path, StageFileKind kind,
                                                                  std::string_view header) {
   if (header.size() > kMaxHeaderBytes) return Status::InvalidArgument("stage file header too large");
-  const std::string tmp = path + ".tmp";
+  const bool direct = IsSpecialFile(path);
+  const std::string tmp = direct ? path : path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return Status::IOError(Errno("cannot create", tmp));
   std::setvbuf(f, nullptr, _IOFBF, size_t{1} << 20);
   std::unique_ptr<StageFileWriter> w(new StageFileWriter(path, f));
+  w->direct_ = direct;
   char h[20];
   std::memcpy(h, kMagic, 8);
   EncodeFixed32(h + 8, kStageFileVersion);
@@ -93,7 +96,8 @@ Result<std::unique_ptr<StageFileWriter>> StageFileWriter::Create(const std::stri
 }
 
 Status StageFileWriter::Sync() {
-  if (failed_) return FileWriteError("cannot write " + path_ + ".tmp", errno);
+  if (failed_) return FileWriteError("cannot write " + WritingPath(), errno);
+  if (direct_) return std::fflush(file_) == 0 ? Status::OK() : FileWriteError("cannot write " + path_, errno);
   return SyncStream(file_, path_ + ".tmp");
 }
 
@@ -124,12 +128,12 @@ Status StageFileWriter::Add(std::string_view record) {
   Write(len.data(), len.size());
   Write(record.data(), record.size());
   ++records_;
-  if (failed_) return FileWriteError("cannot write " + path_ + ".tmp", errno);
+  if (failed_) return FileWriteError("cannot write " + WritingPath(), errno);
   return Status::OK();
 }
 
 Status StageFileWriter::Finish() {
-  const std::string tmp = path_ + ".tmp";
+  const std::string tmp = WritingPath();
   char end[9];
   end[0] = 0;
   EncodeFixed64(end + 1, records_);
@@ -137,12 +141,14 @@ Status StageFileWriter::Finish() {
   char digest[8];
   EncodeFixed64(digest, XXH3_64bits_digest(hash_->state));
   if (!failed_) failed_ = std::fwrite(digest, 1, 8, file_) != 8;
-  if (!failed_) failed_ = std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0;
+  if (!failed_) failed_ = std::fflush(file_) != 0 || (!direct_ && ::fsync(fileno(file_)) != 0);
   const int err = errno;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   if (failed_ || !closed) return FileWriteError("cannot write " + tmp, failed_ ? err : errno);
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0) return Status::IOError(Errno("cannot rename to", path_));
+  if (!direct_ && std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    return Status::IOError(Errno("cannot rename to", path_));
+  }
   finished_ = true;
   return Status::OK();
 }

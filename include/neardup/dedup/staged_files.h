@@ -68,6 +68,7 @@ class StageFileWriter {
   static Result<std::unique_ptr<StageFileWriter>> Create(const std::string& path, StageFileKind kind,
                                                          std::string_view header);
   ~StageFileWriter();  // without a successful Finish(): removes `path`.tmp
+  // A `path` that is a device or a pipe (/dev/null) is written in place.
 
   StageFileWriter(const StageFileWriter&) = delete;
   StageFileWriter& operator=(const StageFileWriter&) = delete;
@@ -101,6 +102,10 @@ class StageFileWriter {
   std::unique_ptr<staged_internal::Xxh3> hash_;
   uint64_t records_ = 0, bytes_ = 0;
   bool failed_ = false, finished_ = false, keep_unfinished_ = false;
+  // `path` is a device or a pipe (util/special_file.h): written in place,
+  // with no temporary name, rename or fsync.
+  bool direct_ = false;
+  std::string WritingPath() const { return direct_ ? path_ : path_ + ".tmp"; }
 };
 
 class StageFileReader {
