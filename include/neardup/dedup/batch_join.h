@@ -29,7 +29,7 @@
 //
 // So the decisions can differ from the stream rule's only where a stop key
 // differs; tests/batch_join_test.cc checks them against a brute-force oracle
-// of this rule, and docs/BENCHMARKS.md compares both with all-pairs truth.
+// of this rule, and docs/BENCHMARKS.md compares them with the stream rule's.
 //
 // Cost: all in memory, about 1.1 KB per short document at its peak
 // (signatures, 32 postings of 8 bytes per class, the pairs). Classes of one
