@@ -104,11 +104,7 @@ struct Rule {
 
   const DocSignature& Sig(uint32_t c) const { return sigs[classes.first[c]]; }
   bool Keeps(uint32_t c) const { return flags[c] & kKeeps; }
-  int Radius(uint32_t c) const {
-    const RecheckOptions& r = options.recheck;
-    return r.enabled && Sig(c).has_sketch() && IsShortText(r, Sig(c).num_chars) ? std::max(options.k, r.short_k)
-                                                                                : options.k;
-  }
+  int Radius(uint32_t c) const { return QueryRadius(pair_options, Sig(c)); }
   bool UsesAnchors() const { return options.recheck.enabled && options.recheck.anchors > 0; }
   // info and flags, from the signatures.
   void Describe(int threads) {
@@ -120,7 +116,7 @@ struct Rule {
         ClassInfo& i = info[c];
         i.counts = sketch_record::SlotCounts(s);
         i.shingles = s.sketch.num_shingles, i.first = classes.first[c], i.last = classes.last[c];
-        const bool keeps = s.has_sketch() && s.num_chars <= static_cast<uint32_t>(options.recheck.sketch_max_chars);
+        const bool keeps = KeepsSketch(options.recheck, s);
         i.flags = (s.has_features ? kHasFeatures : 0) | (s.has_sketch() ? kHasSketch : 0) | (keeps ? kKeeps : 0);
         flags[c] = i.flags;
       }

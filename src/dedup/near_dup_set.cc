@@ -168,10 +168,7 @@ void NearDupSet::ExactMatches(uint64_t content_hash, std::vector<DocId>* ids) co
 size_t NearDupSet::sketches() const { return t_->sketch_slot.size(); }
 
 int NearDupSet::SearchRadius(const DocSignature& doc) const {
-  if (options_.recheck.enabled && doc.has_sketch() && IsShort(doc.num_chars)) {
-    return std::min(std::max(options_.k, options_.recheck.short_k), index_->max_k());
-  }
-  return options_.k;
+  return std::min(QueryRadius(options_, doc), index_->max_k());  // max_k >= k: built for the largest radius
 }
 
 bool NearDupSet::Accept(const DocSignature& doc, const Match& candidate, const uint32_t* rec,
@@ -351,8 +348,7 @@ void NearDupSet::RankAccepted(const DocSignature& doc, const std::vector<Sketche
 
 
 bool NearDupSet::KeepsSketch(const DocSignature& doc) const {
-  return doc.has_sketch() &&
-         doc.num_chars <= static_cast<uint32_t>(options_.recheck.sketch_max_chars);
+  return neardup::KeepsSketch(options_.recheck, doc);
 }
 
 Status NearDupSet::Insert(DocId id, const DocSignature& doc, std::vector<uint32_t>* indexed,

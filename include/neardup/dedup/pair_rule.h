@@ -8,6 +8,7 @@
 #ifndef NEARDUP_DEDUP_PAIR_RULE_H_
 #define NEARDUP_DEDUP_PAIR_RULE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -150,6 +151,18 @@ PairDecision DecidePair(const NearDupOptions& options, const PairSide& a, const 
 // Whether a text of this many code points is short under `recheck`.
 inline bool IsShortText(const RecheckOptions& recheck, uint32_t num_chars) {
   return num_chars <= static_cast<uint32_t>(recheck.short_max_chars);
+}
+
+// The fingerprint radius a query searches (near_dup_set.h step 2):
+// max(k, short_k) for a short text with a sketch under the re-check, else k.
+inline int QueryRadius(const NearDupOptions& o, const DocSignature& doc) {
+  return o.recheck.enabled && doc.has_sketch() && IsShortText(o.recheck, doc.num_chars) ? std::max(o.k, o.recheck.short_k)
+                                                                                        : o.k;
+}
+
+// Whether a kept text keeps its sketch (and anchors): sketch_max_chars.
+inline bool KeepsSketch(const RecheckOptions& r, const DocSignature& doc) {
+  return doc.has_sketch() && doc.num_chars <= static_cast<uint32_t>(r.sketch_max_chars);
 }
 
 // What orders two accepted matches of one query (step 4): the first
