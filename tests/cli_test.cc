@@ -890,7 +890,7 @@ TEST_F(CliTest, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
 // (exit 1) after the run, a FIFO waited forever. Both are refused first.
 TEST_F(CliTest, CheckpointRefusesADeviceOrAPipeAsOutput) {
   ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
-  for (const std::string out : {std::string("/dev/null"), Path("fifo")}) {
+  for (const std::string& out : {std::string("/dev/null"), Path("fifo")}) {
     EXPECT_EQ(RunShell("timeout 30 '" + kCli + "' dedup -q -i " + kSample + " -o " + out + " --checkpoint " +
                            Path("ck"),
                        "/dev/null"),
