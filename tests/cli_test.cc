@@ -885,6 +885,21 @@ TEST_F(CliTest, AByteOrderMarkBeforeTheFirstLineIsIgnored) {
 // and overwrote each other's files. DIR/lock is held while a run lives; a
 // second run is refused (exit 2, nothing touched) and the first's state
 // resumes to the uninterrupted outputs once the lock is free.
+// Regression: --checkpoint makes its outputs durable and cuts them back on a
+// resume, which a device or a pipe cannot do: /dev/null gave "cannot fsync"
+// (exit 1) after the run, a FIFO waited forever. Both are refused first.
+TEST_F(CliTest, CheckpointRefusesADeviceOrAPipeAsOutput) {
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
+  for (const std::string& out : {std::string("/dev/null"), Path("fifo")}) {
+    EXPECT_EQ(RunShell("timeout 30 '" + kCli + "' dedup -q -i " + kSample + " -o " + out + " --checkpoint " +
+                           Path("ck"),
+                       "/dev/null"),
+              2)
+        << out;
+    EXPECT_NE(err_.find("(a device or a pipe)"), std::string::npos) << err_;
+  }
+}
+
 TEST_F(CliTest, CheckpointIsUsedByOneRunAtATime) {
   const std::string args = "dedup -i " + kSample + " -o " + Path("out") + " -d " + Path("dups") +
                            " --batch-size 300 -q --checkpoint " + Path("ckpt");

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "util/special_file.h"
 #include "neardup/dedup/batch_join.h"
 #include "dedup_checkpoint.h"
 #include "dedup_output.h"
@@ -642,6 +643,9 @@ Result<std::optional<nlohmann::json>> PrepareCheckpoint(const DedupFlags& f, con
   if (f.keep != "first") return Status::InvalidArgument("--checkpoint needs --keep first");
   for (const std::string* out : {&f.output, &f.duplicates, &f.in.rejects}) {
     if (*out == "-") return Status::InvalidArgument("--checkpoint cannot cut back standard output: name files");
+    if (IsSpecialFile(*out)) {  // fsync fails on /dev/null; on a FIFO the checkpoint waited forever
+      return Status::InvalidArgument("--checkpoint cannot cut back " + *out + " (a device or a pipe): name files");
+    }
   }
   std::error_code ec;
   std::filesystem::create_directories(f.checkpoint, ec);
