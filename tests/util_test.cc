@@ -1,8 +1,14 @@
 // The util layer's small pieces: the Result helper, the codec, the hashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "neardup/util/parallel.h"
 #include "neardup/util/status.h"
 #include "util/coding.h"
 #include "util/hash.h"
@@ -56,6 +62,39 @@ TEST(Hash, PersistedFinalizerIsPinned) {
   EXPECT_EQ(Murmur3Fmix64(0), 0u);
   EXPECT_EQ(Murmur3Fmix64(1), 0xB456BCFC34C2CB2CULL);
   EXPECT_NE(SplitMix64(1), Murmur3Fmix64(1));
+}
+
+// ParallelSort against std::sort: sizes below, at and past the point where
+// it splits, many equal keys (told apart by the second member, so the order
+// is total and the result must match exactly), and thread counts that do
+// not divide the size.
+TEST(ParallelSortTest, SortsAsStdSortForAnyThreadCount) {
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{1} << 15, (size_t{1} << 15) + 3, size_t{200001}}) {
+    std::vector<std::pair<uint32_t, uint32_t>> v(n);
+    for (uint32_t i = 0; i < n; ++i) v[i] = {static_cast<uint32_t>(rng() % 97), i};
+    std::shuffle(v.begin(), v.end(), rng);
+    std::vector<std::pair<uint32_t, uint32_t>> want = v;
+    std::sort(want.begin(), want.end());
+    for (int threads : {1, 2, 3, 5, 8}) {
+      std::vector<std::pair<uint32_t, uint32_t>> got = v;
+      ParallelSort(got, threads, std::less<>());
+      ASSERT_EQ(got, want) << "n=" << n << " threads=" << threads;
+    }
+  }
+}
+
+// A strict weak order with ties: sorted by it, whatever the ties' order.
+TEST(ParallelSortTest, SortsByAWeakOrder) {
+  std::vector<std::pair<uint32_t, uint32_t>> v(100000);
+  for (uint32_t i = 0; i < v.size(); ++i) v[i] = {(i * 2654435761u) % 13, i};
+  auto by_first = [](const auto& a, const auto& b) { return a.first < b.first; };
+  ParallelSort(v, 3, by_first);
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end(), by_first));
+  std::vector<uint32_t> seconds;
+  for (const auto& p : v) seconds.push_back(p.second);
+  std::sort(seconds.begin(), seconds.end());
+  for (uint32_t i = 0; i < seconds.size(); ++i) ASSERT_EQ(seconds[i], i);  // a permutation
 }
 
 }  // namespace

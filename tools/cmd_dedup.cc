@@ -169,24 +169,12 @@ class DedupRun {
   Status DecideAllFirst(const std::vector<InputFile>& inputs) {
     auto t0 = std::chrono::steady_clock::now();
     precomputed_ = std::make_unique<Precomputed>();
-    std::vector<DocSignature>& sigs = precomputed_->sigs;
-    std::vector<DocSignature> batch_sigs;
     for (const InputFile& file : inputs) {
       NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(file.path));
       RecordReader reader(std::move(in), ToReaderOptions(f_.in, inputs.size() > 1 ? file.path : ""));
-      for (;;) {
-        NEARDUP_RETURN_IF_ERROR(reader.ReadBatch(f_.batch_size, threads_, &cur_.records));
-        if (cur_.records.empty()) break;
-        cur_.texts.clear();
-        for (const InputRecord& r : cur_.records) {
-          if (r.kind != InputRecord::Kind::kDocument) continue;
-          kept_ids_.Add(loaded_ + sigs.size() + cur_.texts.size(), r.id);  // every id: a kept one may come later
-          cur_.texts.push_back(r.text());
-        }
-        dedup_.Analyze(cur_.texts, &batch_sigs, threads_);
-        std::move(batch_sigs.begin(), batch_sigs.end(), std::back_inserter(sigs));
-      }
+      NEARDUP_RETURN_IF_ERROR(AnalyzeAll(reader, &precomputed_->sigs));
     }
+    const std::vector<DocSignature>& sigs = precomputed_->sigs;
     counters_.read_s += Since(t0);
     t0 = std::chrono::steady_clock::now();
     if (f_.decide == "join") {
@@ -200,6 +188,36 @@ class DedupRun {
     }
     counters_.decide_s += Since(t0);
     return Status::OK();
+  }
+
+  // Appends the signature of every document `reader` holds to *sigs. With
+  // two threads or more, the next batch is read and parsed on a thread of
+  // its own while this one is analyzed: reading lines is serial, and would
+  // leave the other cores idle (the batches, and so the signatures, are
+  // those of one thread).
+  Status AnalyzeAll(RecordReader& reader, std::vector<DocSignature>* sigs) {
+    std::vector<InputRecord> cur, next;
+    std::vector<std::string_view> texts;
+    std::vector<DocSignature> batch_sigs;
+    Status read = reader.ReadBatch(f_.batch_size, threads_, &cur);
+    for (;;) {
+      NEARDUP_RETURN_IF_ERROR(read);
+      if (cur.empty()) return Status::OK();
+      std::future<Status> ahead;  // waited for before cur and next change hands
+      if (threads_ > 1) {
+        ahead = std::async(std::launch::async, [&] { return reader.ReadBatch(f_.batch_size, 1, &next); });
+      }
+      texts.clear();
+      for (const InputRecord& r : cur) {
+        if (r.kind != InputRecord::Kind::kDocument) continue;
+        kept_ids_.Add(loaded_ + sigs->size() + texts.size(), r.id);  // every id: a kept one may come later
+        texts.push_back(r.text());
+      }
+      dedup_.Analyze(texts, &batch_sigs, threads_);
+      std::move(batch_sigs.begin(), batch_sigs.end(), std::back_inserter(*sigs));
+      read = ahead.valid() ? ahead.get() : reader.ReadBatch(f_.batch_size, threads_, &next);
+      std::swap(cur, next);
+    }
   }
 
   // `resume`: the state of the interrupted run to continue (its outputs are
@@ -308,9 +326,11 @@ class DedupRun {
       if (cur_.records.empty()) break;
       *stopped = !CollectTexts();
       // One thread fewer ahead: the in-order half of the decision, the serial
-      // path, keeps a core to itself.
+      // path, keeps a core to itself. Decided already, this thread only
+      // writes, and reading is the slower half.
       if (!*stopped && threads_ > 1) {
-        ahead = std::async(std::launch::async, [&] { Prepare(reader, &next, threads_ - 1); });
+        const int ahead_threads = precomputed_ ? threads_ : threads_ - 1;
+        ahead = std::async(std::launch::async, [&, ahead_threads] { Prepare(reader, &next, ahead_threads); });
       }
       auto t0 = std::chrono::steady_clock::now();
       const uint64_t first_sequence = precomputed_ ? loaded_ + written_docs_ : dedup_.next_sequence();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,7 +48,7 @@ Status FindClasses(std::span<const DocSignature> sigs, int threads, Classes* c) 
   ParallelFor(n, threads, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) by_hash[i] = {SignatureHash(sigs[i]), static_cast<uint32_t>(i)};
   });
-  std::sort(by_hash.begin(), by_hash.end());
+  ParallelSort(by_hash, threads, std::less<>());
   // rep[d]: the first document with d's signature. Inside one hash value the
   // signatures are compared whole, so a collision cannot merge two classes.
   std::vector<uint32_t> rep(n), reps;
@@ -204,6 +205,11 @@ void SortBucket(uint64_t* p, size_t n, std::vector<uint64_t>* tmp) {
   if (from != p) std::copy(from, from + n, p);
 }
 
+// The scans by posting read their classes' entries in no useful order, one
+// cache miss each: prefetched this many postings ahead (the misses are
+// independent, so they overlap), which about halves the scans' time.
+constexpr size_t kAhead = 16;
+
 // Calls fn(begin, end) for each run of one anchor in a sorted bucket.
 template <typename Fn>
 void ForEachGroup(const uint64_t* p, size_t n, Fn fn) {
@@ -219,9 +225,11 @@ void ForEachGroup(const uint64_t* p, size_t n, Fn fn) {
 // class order, so those are the holders before the posting.
 void MarkStops(const Rule& rule, const uint64_t* p, size_t n, std::vector<uint32_t>* stop) {
   const uint32_t cap = static_cast<uint32_t>(rule.options.recheck.anchor_max_postings);
+  const uint64_t* const end = p + n;
   ForEachGroup(p, n, [&](const uint64_t* b, const uint64_t* e) {
     uint32_t holders = 0;
     for (; b != e; ++b) {
+      if (b + kAhead < end) __builtin_prefetch(&(*stop)[ClassOf(b[kAhead])], 1);
       const uint32_t c = ClassOf(*b);
       if (holders >= cap) std::atomic_ref<uint32_t>((*stop)[c]).fetch_or(uint32_t{1} << SlotOf(*b), std::memory_order_relaxed);
       holders += rule.Keeps(c);
@@ -313,9 +321,16 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
     std::vector<Member> m;
     uint64_t seen = 0;
     for (size_t b = bb; b < be; ++b) {
+      const uint64_t* const end = postings.data() + at[b + 1];
       ForEachGroup(postings.data() + at[b], at[b + 1] - at[b], [&](const uint64_t* p, const uint64_t* e) {
         m.clear();
         for (; p != e; ++p) {
+          // Two steps ahead: the live slots far ahead, a class's info once
+          // its (by then cached) live slots say it will be read.
+          if (p + 2 * kAhead < end) __builtin_prefetch(&live_slots[ClassOf(p[2 * kAhead])]);
+          if (p + kAhead < end && (live_slots[ClassOf(p[kAhead])] >> SlotOf(p[kAhead]) & 1)) {
+            __builtin_prefetch(&rule.info[ClassOf(p[kAhead])]);
+          }
           const uint32_t c = ClassOf(*p), bit = uint32_t{1} << SlotOf(*p);
           if (!(live_slots[c] & bit)) continue;
           const ClassInfo& i = rule.info[c];
@@ -354,7 +369,7 @@ Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out, s
   for (uint32_t c = 0; c < rule.classes.size(); ++c) {
     if (rule.Sig(c).has_features) by_fp.emplace_back(rule.Sig(c).fingerprint, c);
   }
-  std::sort(by_fp.begin(), by_fp.end());
+  ParallelSort(by_fp, threads, std::less<>());
   std::vector<uint64_t> values;
   std::vector<size_t> at;  // value v's classes: by_fp[at[v] .. at[v + 1])
   for (size_t i = 0; i < by_fp.size(); ++i) {
@@ -411,7 +426,7 @@ struct Accepted {
 // on all threads, and returns the accepted ones sorted by query class and,
 // inside it, best first.
 std::vector<Accepted> AcceptedPairs(const Rule& rule, std::vector<Pair>* pairs, int threads) {
-  std::sort(pairs->begin(), pairs->end(), [](const Pair& a, const Pair& b) {
+  ParallelSort(*pairs, threads, [](const Pair& a, const Pair& b) {
     return a.later != b.later ? a.later < b.later : a.earlier < b.earlier;
   });
   size_t kept = 0;
@@ -447,7 +462,7 @@ std::vector<Accepted> AcceptedPairs(const Rule& rule, std::vector<Pair>* pairs, 
     out.insert(out.end(), local.begin(), local.end());
   });
   const bool by_similarity = rule.options.recheck.enabled;
-  std::sort(out.begin(), out.end(), [&](const Accepted& a, const Accepted& b) {
+  ParallelSort(out, threads, [&](const Accepted& a, const Accepted& b) {
     if (a.query != b.query) return a.query < b.query;
     return RanksBefore(sketch_record::RankOf(a.match), sketch_record::RankOf(b.match), by_similarity);
   });
@@ -458,7 +473,7 @@ std::vector<Accepted> AcceptedPairs(const Rule& rule, std::vector<Pair>* pairs, 
 
 class StreamDecision {
  public:
-  StreamDecision(const Rule& rule, std::vector<Accepted> accepted, std::vector<uint32_t> fp_group)
+  StreamDecision(const Rule& rule, std::vector<Accepted> accepted, std::vector<uint32_t> fp_group, int threads)
       : rule_(rule),
         accepted_(std::move(accepted)),
         kept_(rule.classes.size(), 0),
@@ -472,7 +487,7 @@ class StreamDecision {
     // Classes of one normalized text, in order: the exact step's candidates.
     std::vector<std::pair<uint64_t, uint32_t>> by_content(n);
     for (uint32_t c = 0; c < n; ++c) by_content[c] = {rule.Sig(c).content_hash, c};
-    std::sort(by_content.begin(), by_content.end());
+    ParallelSort(by_content, threads, std::less<>());
     by_content_.resize(n);
     content_run_.resize(n);
     for (size_t b = 0, e; b < n; b = e) {
@@ -606,7 +621,7 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
   stats->rule_s = Since(t0);
 
   t0 = Clock::now();
-  StreamDecision decide(rule, std::move(accepted), std::move(fp_group));
+  StreamDecision decide(rule, std::move(accepted), std::move(fp_group), threads);
   std::vector<DedupDecision> decisions(sigs.size());
   for (uint32_t d = 0; d < sigs.size(); ++d) {
     NEARDUP_ASSIGN_OR_RETURN(decisions[d], decide.Decide(d));

@@ -16,7 +16,7 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, s
     return;
   }
   // Small chunks balance uneven texts; large enough to keep the atomic cold.
-  const size_t chunk = std::clamp<size_t>(n / (workers * 8), 1, 256);
+  const size_t chunk = std::clamp<size_t>(n / (workers * 32), 1, 256);
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::atomic<bool> failed{false};
