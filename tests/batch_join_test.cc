@@ -316,5 +316,27 @@ TEST(BatchJoinTest, CornerCases) {
   EXPECT_EQ(DecideByJoin(same, options, 1, &out).code(), Status::Code::kInvalidArgument);
 }
 
+// The decider hands out DecideByJoin's decisions one at a time, in order,
+// and refuses one past the last.
+TEST(BatchJoinTest, DeciderGivesTheDecisionsInOrder) {
+  DedupOptions options;
+  std::vector<std::string> texts;
+  for (int i = 0; i < 60; ++i) texts.push_back("notice " + std::to_string(i % 20) + " for the residents of block " + std::to_string(i % 7));
+  const std::vector<DocSignature> sigs = Sign(texts, options);
+  std::vector<DedupDecision> want;
+  ASSERT_TRUE(DecideByJoin(sigs, options, 2, &want).ok());
+  auto decider = JoinDecider::Create(sigs, options, 2);
+  ASSERT_TRUE(decider.ok());
+  ASSERT_EQ((*decider)->size(), sigs.size());
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    auto d = (*decider)->Next();
+    ASSERT_TRUE(d.ok()) << i;
+    EXPECT_EQ(*d, want[i]) << i;
+  }
+  EXPECT_EQ((*decider)->Next().status().code(), Status::Code::kFailedPrecondition);
+  options.k = 99;
+  EXPECT_EQ(JoinDecider::Create(sigs, options, 1).status().code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace neardup

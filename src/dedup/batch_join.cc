@@ -583,9 +583,25 @@ void CountDecisions(std::span<const DedupDecision> decisions, DedupStats* stats)
   }
 }
 
-Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
-                    std::vector<DedupDecision>* out, JoinStats* stats) {
-  out->clear();
+// Everything the decisions read: the classes, the rule over them and the
+// accepted pairs; Rule and StreamDecision refer to the members before them.
+struct JoinDecider::State {
+  State(std::span<const DocSignature> s, const DedupOptions& o) : sigs(s), options(o) {}
+  std::span<const DocSignature> sigs;
+  DedupOptions options;
+  Classes classes;
+  std::optional<Rule> rule;
+  std::optional<StreamDecision> decide;
+  uint32_t next = 0;
+};
+
+JoinDecider::JoinDecider(std::unique_ptr<State> state) : state_(std::move(state)) {}
+JoinDecider::~JoinDecider() = default;
+
+size_t JoinDecider::size() const { return state_->sigs.size(); }
+
+Result<std::unique_ptr<JoinDecider>> JoinDecider::Create(std::span<const DocSignature> sigs,
+                                                         const DedupOptions& options, int threads, JoinStats* stats) {
   JoinStats local;
   if (stats == nullptr) stats = &local;
   *stats = JoinStats{};
@@ -595,12 +611,12 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
     return Status::InvalidArgument("join: k, short_k, anchors or anchor_max_postings out of range");
   }
   if (sigs.size() >= UINT32_MAX) return Status::InvalidArgument("the join takes fewer than 2^32 documents");
+  auto state = std::make_unique<State>(sigs, options);
   auto t0 = Clock::now();
-  Classes classes;
-  NEARDUP_RETURN_IF_ERROR(FindClasses(sigs, threads, &classes));
-  stats->classes = classes.size();
+  NEARDUP_RETURN_IF_ERROR(FindClasses(sigs, threads, &state->classes));
+  stats->classes = state->classes.size();
   stats->classes_s = Since(t0);
-  Rule rule{options, NearDupOptions{}, sigs, classes, {}, {}};
+  Rule& rule = state->rule.emplace(Rule{state->options, NearDupOptions{}, sigs, state->classes, {}, {}});
   rule.Describe(threads);
   rule.pair_options.k = options.k;
   rule.pair_options.exact_fast_path = options.exact_fast_path;
@@ -619,12 +635,25 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
   stats->accepted = accepted.size();
   std::vector<Pair>().swap(pairs);
   stats->rule_s = Since(t0);
+  state->decide.emplace(rule, std::move(accepted), std::move(fp_group), threads);
+  return std::unique_ptr<JoinDecider>(new JoinDecider(std::move(state)));
+}
 
-  t0 = Clock::now();
-  StreamDecision decide(rule, std::move(accepted), std::move(fp_group), threads);
+Result<DedupDecision> JoinDecider::Next() {
+  if (state_->next >= state_->sigs.size()) return Status::FailedPrecondition("join: every document is decided");
+  return state_->decide->Decide(state_->next++);
+}
+
+Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
+                    std::vector<DedupDecision>* out, JoinStats* stats) {
+  out->clear();
+  JoinStats local;
+  if (stats == nullptr) stats = &local;
+  NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<JoinDecider> decider, JoinDecider::Create(sigs, options, threads, stats));
+  auto t0 = Clock::now();
   std::vector<DedupDecision> decisions(sigs.size());
-  for (uint32_t d = 0; d < sigs.size(); ++d) {
-    NEARDUP_ASSIGN_OR_RETURN(decisions[d], decide.Decide(d));
+  for (DedupDecision& d : decisions) {
+    NEARDUP_ASSIGN_OR_RETURN(d, decider->Next());
   }
   stats->decide_s = Since(t0);
   *out = std::move(decisions);

@@ -42,6 +42,7 @@
 #define NEARDUP_DEDUP_BATCH_JOIN_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -71,6 +72,31 @@ struct JoinStats {
 // fingerprint: the stream rule handles them). *out is left empty on error.
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats = nullptr);
+
+// DecideByJoin one document at a time: Create runs the join (all of it but
+// the pass in input order, which is serial) and Next decides the documents
+// in input order, so a caller can write each batch while it reads the next.
+// Next() called size() times gives DecideByJoin's decisions, in order.
+// `sigs` must outlive the decider. Create's errors are DecideByJoin's
+// (stats->decide_s is left to the caller); Next returns kFailedPrecondition past the
+// last document, kInternal if the join broke its own rule.
+// Thread-safety: one thread at a time.
+class JoinDecider {
+ public:
+  static Result<std::unique_ptr<JoinDecider>> Create(std::span<const DocSignature> sigs, const DedupOptions& options,
+                                                     int threads, JoinStats* stats = nullptr);
+  ~JoinDecider();
+  JoinDecider(const JoinDecider&) = delete;
+  JoinDecider& operator=(const JoinDecider&) = delete;
+
+  size_t size() const;  // documents
+  Result<DedupDecision> Next();
+
+ private:
+  struct State;
+  explicit JoinDecider(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 // Counts decisions into *stats as the Deduplicator does (documents, kept,
 // exact and near duplicates, without features).
