@@ -207,7 +207,8 @@ void SortBucket(uint64_t* p, size_t n, std::vector<uint64_t>* tmp) {
 
 // The scans by posting read their classes' entries in no useful order, one
 // cache miss each: prefetched this many postings ahead (the misses are
-// independent, so they overlap), which about halves the scans' time.
+// independent, so they overlap): the anchor step went from 4.4 s to
+// 3.6-4.0 s at 1M short documents on one thread (single runs, noisy VM).
 constexpr size_t kAhead = 16;
 
 // Calls fn(begin, end) for each run of one anchor in a sorted bucket.
