@@ -12,11 +12,17 @@
 namespace neardup::cli {
 namespace {
 
+// Find, and a Walker asked every sequence number in turn, and one asked
+// every third, against the oracle.
 void ExpectSame(const KeptIds& ids, const std::map<uint64_t, std::string>& oracle, uint64_t last) {
   ASSERT_EQ(ids.size(), oracle.size());
+  KeptIds::Walker every(&ids), third(&ids);
   for (uint64_t s = 0; s <= last + 2; ++s) {
     const auto it = oracle.find(s);
-    ASSERT_EQ(ids.Find(s), it == oracle.end() ? std::string_view() : std::string_view(it->second)) << "sequence " << s;
+    const std::string_view want = it == oracle.end() ? std::string_view() : std::string_view(it->second);
+    ASSERT_EQ(ids.Find(s), want) << "sequence " << s;
+    ASSERT_EQ(every.Find(s), want) << "walker, sequence " << s;
+    if (s % 3 == 0) ASSERT_EQ(third.Find(s), want) << "walker by 3, sequence " << s;
   }
 }
 

@@ -16,6 +16,7 @@
 #include "neardup/dedup/near_dup_set.h"
 #include "neardup/text/fingerprint.h"
 #include "neardup/text/shingles.h"
+#include "util/sample_texts.h"
 
 namespace neardup {
 namespace {
@@ -95,6 +96,37 @@ TEST(Sketch, GoldenValues) {
   EXPECT_EQ(k.mins[0], kGoldenHello0);
   EXPECT_EQ(k.mins[8], kGoldenHello8);
   EXPECT_EQ(z.mins[0], kGoldenZh0);
+}
+
+// The analysis folds a text once for both the fingerprint and the sketch
+// (TextAnalysis::folded): the sketch made from its fold, and the analysis
+// without its feature list, must be what they were made without them, for
+// ASCII, CJK, mixed, ill-formed and ignorable-only texts and natural ones.
+TEST(Sketch, FromTheAnalysisFoldIsTheSketchOfTheText) {
+  std::vector<std::string> texts = {"", "hello world", "HeLLo  World!", "床前明月光，疑是地上霜", "Ｆｕｌｌ ｗｉｄｔｈ ﬁ",
+                                    "caf\xc3\xa9 \xff\xfe broken \xe4\xb8", "\xc2\xad\xe2\x80\x8b",  // ignorables only
+                                    "ΣΊΣΥΦΟΣ straße İstanbul", "混合 mixed テキスト 한국어 text"};
+  for (const char* file : {"/data/sample/docs.jsonl", "/data/natural/dev/zh-short.jsonl"}) {
+    for (std::string& t : testing::SampleTexts(std::string(NEARDUP_SOURCE_DIR) + file)) texts.push_back(std::move(t));
+  }
+  auto fp = Fingerprinter::Create(FingerprintOptions{});
+  ASSERT_TRUE(fp.ok());
+  TextAnalysis with, without;  // reused, as the batch analysis reuses one
+  for (const std::string& t : texts) {
+    fp->Analyze(t, &with);
+    fp->Analyze(t, &without, /*with_features=*/false);
+    EXPECT_EQ(without.fingerprint, with.fingerprint) << t;
+    EXPECT_EQ(without.content_hash, with.content_hash) << t;
+    EXPECT_EQ(without.num_chars, with.num_chars) << t;
+    EXPECT_EQ(without.invalid_utf8, with.invalid_utf8) << t;
+    EXPECT_EQ(without.num_features, with.features.size()) << t;
+    EXPECT_TRUE(without.features.empty());
+    for (int n : {1, 3, 5}) {
+      ShingleSketch folded;
+      ComputeSketch(t, n, &folded, &without.folded);
+      EXPECT_EQ(folded, ComputeSketch(t, n)) << n << " " << t;
+    }
+  }
 }
 
 TEST(Sketch, AnchorsAreValuesAndNeighbourPairsInTurn) {

@@ -24,6 +24,7 @@
 #include "dedup_checkpoint.h"
 #include "dedup_output.h"
 #include "input_files.h"
+#include "line_facts.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/kept_file.h"
 
@@ -174,8 +175,10 @@ class DedupRun {
       NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(file.path));
       RecordReader reader(std::move(in), ToReaderOptions(f_.in, inputs.size() > 1 ? file.path : ""));
       NEARDUP_RETURN_IF_ERROR(AnalyzeAll(reader, &precomputed_->sigs));
+      precomputed_->facts.EndInput();
     }
     const std::vector<DocSignature>& sigs = precomputed_->sigs;
+    precomputed_->ids = KeptIds::Walker(&kept_ids_);
     counters_.read_s += Since(t0);
     t0 = std::chrono::steady_clock::now();
     if (f_.decide == "join") {
@@ -207,6 +210,7 @@ class DedupRun {
       }
       texts.clear();
       for (const InputRecord& r : cur) {
+        precomputed_->facts.Add(r);
         if (r.kind != InputRecord::Kind::kDocument) continue;
         kept_ids_.Add(loaded_ + sigs->size() + texts.size(), r.id);  // every id: a kept one may come later
         texts.push_back(r.text());
@@ -317,7 +321,7 @@ class DedupRun {
     RecordReader reader(std::move(in), ToReaderOptions(f_.in, files_ > 1 ? name : ""));
     Batch next;
     std::future<void> ahead;  // uses reader and next: declared after them, so waited for first
-    Prepare(reader, &cur_, threads_);
+    Prepare(reader, name, &cur_, threads_);
     for (;;) {
       NEARDUP_RETURN_IF_ERROR(cur_.status);
       counters_.read_s += cur_.read_s;
@@ -328,7 +332,7 @@ class DedupRun {
       // writes, and reading is the slower half.
       if (!*stopped && threads_ > 1) {
         const int ahead_threads = precomputed_ ? threads_ : threads_ - 1;
-        ahead = std::async(std::launch::async, [&, ahead_threads] { Prepare(reader, &next, ahead_threads); });
+        ahead = std::async(std::launch::async, [&, ahead_threads] { Prepare(reader, name, &next, ahead_threads); });
       }
       auto t0 = std::chrono::steady_clock::now();
       const uint64_t first_sequence = precomputed_ ? loaded_ + written_docs_ : dedup_.next_sequence();
@@ -353,10 +357,11 @@ class DedupRun {
       if (ahead.valid()) {
         ahead.get();
       } else {
-        Prepare(reader, &next, threads_);
+        Prepare(reader, name, &next, threads_);
       }
       std::swap(cur_, next);
     }
+    if (precomputed_ && !*stopped) NEARDUP_RETURN_IF_ERROR(precomputed_->facts.EndInput(name));
     done_bytes_ += cur_.input_bytes;
     ++counters_.files;
     if (checkpoint_ && !*stopped && !WriteFailed()) NEARDUP_RETURN_IF_ERROR(Checkpoint());
@@ -510,9 +515,19 @@ class DedupRun {
     Status status;                        // of the read
   };
 
-  void Prepare(RecordReader& reader, Batch* b, int threads) const {
+  // Decided already (precomputed_), the lines are not parsed again: the
+  // first pass's facts say what each one is (line_facts.h).
+  void Prepare(RecordReader& reader, const std::string& name, Batch* b, int threads) const {
     auto t0 = std::chrono::steady_clock::now();
-    b->status = reader.ReadBatch(f_.batch_size, threads, &b->records);
+    if (precomputed_) {
+      b->status = reader.ReadLines(f_.batch_size, &b->records);
+      if (b->status.ok()) {
+        b->status = precomputed_->facts.Apply(
+            &b->records, [&](uint64_t k) { return precomputed_->ids.Find(loaded_ + k); }, name);
+      }
+    } else {
+      b->status = reader.ReadBatch(f_.batch_size, threads, &b->records);
+    }
     b->input_bytes = reader.input_bytes();
     b->read_s = Since(t0);
     b->texts.clear(), b->record_of.clear(), b->sigs.clear();
@@ -658,6 +673,8 @@ class DedupRun {
     std::vector<DocSignature> sigs;
     std::vector<DedupDecision> decisions;
     std::unique_ptr<JoinDecider> join;  // reads sigs
+    LineFacts facts;                    // of every line, for the write pass
+    KeptIds::Walker ids;                // over kept_ids_ (every document's), for the write pass
   };
   std::unique_ptr<Precomputed> precomputed_;
   std::unique_ptr<JoinStats> join_;  // --decide join

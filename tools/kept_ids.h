@@ -72,6 +72,35 @@ class KeptIds {
     return {};
   }
 
+  // Find for sequence numbers asked in increasing order, in O(1) each
+  // (amortized) where Find walks up to 63 entries: a second pass over every
+  // document in input order (dedup's write pass, line_facts.h). Reads the
+  // KeptIds, which must not change while it is used.
+  class Walker {
+   public:
+    explicit Walker(const KeptIds* ids = nullptr) : ids_(ids) {}
+    // As Find(sequence); sequence must not be below the one asked before.
+    std::string_view Find(uint64_t sequence) {
+      for (; next_ < ids_->count_; ++next_) {
+        if (at_ == ids_->chunks_[chunk_].size()) ++chunk_, at_ = 0;  // the entry is the next chunk's first
+        const std::string& c = ids_->chunks_[chunk_];
+        size_t at = at_;
+        const uint64_t step = GetVarint(c, &at);
+        const uint64_t seq = next_ == 0 ? ids_->blocks_[0].first : last_ + step;
+        if (seq > sequence) return {};
+        const uint64_t len = GetVarint(c, &at);
+        at_ = at + len, last_ = seq;
+        if (seq == sequence) return ++next_, std::string_view(c).substr(at, len);
+      }
+      return {};
+    }
+
+   private:
+    const KeptIds* ids_;
+    uint64_t next_ = 0, last_ = 0;  // the next entry to read; the sequence of the one before
+    size_t chunk_ = 0, at_ = 0;     // where the next entry starts
+  };
+
   uint64_t size() const { return count_; }
   // Heap bytes held (chunks at their capacity, the index).
   size_t MemoryBytes() const {

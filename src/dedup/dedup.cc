@@ -29,7 +29,7 @@ Deduplicator::Deduplicator(const DedupOptions& options, Fingerprinter fingerprin
 
 DocSignature Deduplicator::Signature(std::string_view text) const {
   TextAnalysis analysis;
-  fingerprinter_.Analyze(text, &analysis);
+  fingerprinter_.Analyze(text, &analysis, /*with_features=*/false);
   return MakeSignature(analysis, text, options_.recheck.shingle_size);
 }
 
@@ -46,7 +46,7 @@ uint64_t Deduplicator::Sign(std::span<const std::string_view> texts, std::vector
     TextAnalysis analysis;  // reused across the chunk
     uint64_t invalid = 0;
     for (size_t i = begin; i < end; ++i) {
-      fingerprinter_.Analyze(texts[i], &analysis);
+      fingerprinter_.Analyze(texts[i], &analysis, /*with_features=*/false);
       (*out)[i] = MakeSignature(analysis, texts[i], options_.recheck.shingle_size);
       invalid += analysis.invalid_utf8;
     }

@@ -11,7 +11,7 @@ DocSignature MakeSignature(const TextAnalysis& analysis, std::string_view text, 
   sig.num_chars = static_cast<uint32_t>(std::min<size_t>(analysis.num_chars, UINT32_MAX));
   // Texts without features (punctuation only) get a sketch too: the
   // similarity counts their punctuation.
-  ComputeSketch(text, shingle_size, &sig.sketch);
+  ComputeSketch(text, shingle_size, &sig.sketch, &analysis.folded);
   return sig;
 }
 

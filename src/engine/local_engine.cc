@@ -813,7 +813,7 @@ class LocalEngine final : public Engine {
     for (size_t i = 0; i < docs.size(); ++i) {
       input_errors[i] = ValidateInput(docs[i]);
       if (!input_errors[i].ok()) continue;
-      fp->Analyze(docs[i].text, &analysis);
+      fp->Analyze(docs[i].text, &analysis, /*with_features=*/false);
       sigs[i] = MakeSignature(analysis, docs[i].text, shingle_size);
     }
 
@@ -825,7 +825,7 @@ class LocalEngine final : public Engine {
       shingle_size = ns.settings.recheck.shingle_size;
       for (size_t i = 0; i < docs.size(); ++i) {
         if (!input_errors[i].ok()) continue;
-        fp->Analyze(docs[i].text, &analysis);
+        fp->Analyze(docs[i].text, &analysis, /*with_features=*/false);
         sigs[i] = MakeSignature(analysis, docs[i].text, shingle_size);
       }
     }

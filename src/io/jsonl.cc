@@ -430,7 +430,7 @@ std::string RecordReader::LineId(uint64_t line_number) const {
   return options_.line_id_prefix + std::to_string(line_number) + '"';
 }
 
-Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch) {
+Status RecordReader::ReadLines(size_t max_lines, std::vector<InputRecord>* batch) {
   if (max_lines == 0) max_lines = 1;
   if (batch->size() < max_lines) batch->resize(max_lines);
   size_t n = 0;
@@ -442,7 +442,12 @@ Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputR
     r.line_number = lines_.line_number();
   }
   batch->resize(n);
-  NEARDUP_RETURN_IF_ERROR(lines_.status());
+  return lines_.status();
+}
+
+Status RecordReader::ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch) {
+  NEARDUP_RETURN_IF_ERROR(ReadLines(max_lines, batch));
+  const size_t n = batch->size();
   if (options_.format == InputFormat::kLines) {
     for (auto& r : *batch) {
       r.kind = InputRecord::Kind::kDocument;

@@ -152,6 +152,12 @@ class RecordReader {
   // means end of input. kIOError on a read error.
   Status ReadBatch(size_t max_lines, int threads, std::vector<InputRecord>* batch);
 
+  // ReadBatch without the parse: only line and line_number are set, the
+  // other fields keep what they held (for a second pass over an input whose
+  // lines were parsed once already, tools/cmd_dedup.cc). The same lines, cut
+  // the same way, as ReadBatch gives.
+  Status ReadLines(size_t max_lines, std::vector<InputRecord>* batch);
+
   uint64_t lines_read() const { return lines_.line_number(); }
   // Bytes read from the input file so far (0 for the FILE* constructor).
   uint64_t input_bytes() const { return stream_ ? stream_->raw_bytes() : 0; }

@@ -168,8 +168,8 @@ Result<Fingerprinter> Fingerprinter::Create(const FingerprintOptions& options) {
   return fp;
 }
 
-void Fingerprinter::Analyze(std::string_view utf8, TextAnalysis* out) const {
-  const internal::NormalizeStats stats = internal::NormalizeText(utf8, &out->normalized);
+void Fingerprinter::Analyze(std::string_view utf8, TextAnalysis* out, bool with_features) const {
+  const internal::NormalizeStats stats = internal::NormalizeText(utf8, &out->normalized, true, &out->folded);
   out->invalid_utf8 = stats.invalid_utf8;
   out->num_chars = stats.num_chars;
   out->content_hash = XXH3_64bits(out->normalized.data(), out->normalized.size());
@@ -180,17 +180,15 @@ void Fingerprinter::Analyze(std::string_view utf8, TextAnalysis* out) const {
   Tokenize(impl_->tokenizer, impl_->cjk_ngram, out->normalized, &counter);
   const IdfTable* idf = impl_->idf.get();
   Vote vote;
-  out->features.reserve(counter.entries().size());
+  out->num_features = counter.entries().size();
+  if (with_features) out->features.reserve(counter.entries().size());
   for (const auto& e : counter.entries()) {
-    Feature f;
-    f.token.assign(counter.token(e));
-    f.hash = e.hash;
-    f.tf = e.tf;
-    vote.Add(e.hash, QuantizedWeight(e.tf, e.hash, idf, &f.weight));
-    out->features.push_back(std::move(f));
+    double weight;
+    vote.Add(e.hash, QuantizedWeight(e.tf, e.hash, idf, &weight));
+    if (with_features) out->features.push_back(Feature{std::string(counter.token(e)), e.hash, e.tf, weight});
   }
   counter.Reset({});  // drop the reference to out->normalized
-  if (!out->features.empty()) out->fingerprint = vote.Fingerprint();
+  if (out->num_features > 0) out->fingerprint = vote.Fingerprint();
 }
 
 uint64_t Fingerprinter::Compute(std::string_view utf8, bool* has_features) const {

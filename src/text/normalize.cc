@@ -256,7 +256,7 @@ size_t NfkcCasefoldImpl(std::string_view utf8, bool check_utf8, std::string* nf)
   return invalid;
 }
 
-NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow_fast_paths) {
+NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow_fast_paths, std::string* folded) {
   NormalizeStats stats;
   out->clear();
   if (allow_fast_paths && IsAllAscii(utf8)) {
@@ -270,10 +270,11 @@ NormalizeStats NormalizeText(std::string_view utf8, std::string* out, bool allow
     return stats;
   }
 
-  thread_local std::string nf;
+  thread_local std::string scratch;
+  std::string& nf = folded ? *folded : scratch;
   stats.invalid_utf8 = NfkcCasefoldImpl(utf8, allow_fast_paths, &nf);
   stats.num_chars = MapSeparators(nf, out);
-  if (nf.capacity() > (size_t{4} << 20)) std::string().swap(nf);  // don't pin huge buffers
+  if (scratch.capacity() > (size_t{4} << 20)) std::string().swap(scratch);  // don't pin huge buffers
   return stats;
 }
 

@@ -37,8 +37,11 @@ struct NormalizeStats {
 // Overwrites *out with the normalized form of `utf8` (docs/fingerprint.md,
 // "Normalization"). `allow_fast_paths` = false forces the general ICU path
 // for every input; output is identical either way (tests check this).
+// `folded`, if given, receives the NFKC_Casefold form the general path
+// computes on the way (what NfkcCasefold gives) and is left alone by the
+// all-ASCII fast path.
 NormalizeStats NormalizeText(std::string_view utf8, std::string* out,
-                             bool allow_fast_paths = true);
+                             bool allow_fast_paths = true, std::string* folded = nullptr);
 
 // Overwrites *out with the NFKC_Casefold form (ICU's nfkc_cf: NFKC, full
 // case folding, default ignorables removed) of `utf8`; ill-formed

@@ -41,7 +41,7 @@ void CollapseSpaces(std::vector<uint32_t>* cps) {
 
 }  // namespace
 
-void SimilarityCodePoints(std::string_view utf8, std::vector<uint32_t>* out) {
+void SimilarityCodePoints(std::string_view utf8, std::vector<uint32_t>* out, const std::string* folded) {
   out->clear();
   if (IsAscii(utf8)) {
     // nfkc_cf of ASCII is ASCII lower-casing.
@@ -50,6 +50,8 @@ void SimilarityCodePoints(std::string_view utf8, std::vector<uint32_t>* out) {
       const auto c = static_cast<uint32_t>(static_cast<unsigned char>(ch));
       out->push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
+  } else if (folded != nullptr) {
+    DecodeUtf8(*folded, out);
   } else {
     thread_local std::string nf;
     internal::NfkcCasefold(utf8, &nf);

@@ -186,10 +186,10 @@ void SketchAnchors(const uint32_t* mins, size_t n, std::vector<uint32_t>* out) {
   }
 }
 
-void ComputeSketch(std::string_view text, int n, ShingleSketch* out) {
+void ComputeSketch(std::string_view text, int n, ShingleSketch* out, const std::string* folded) {
   thread_local std::vector<uint32_t> cps;
   thread_local std::vector<uint32_t> values;
-  SimilarityCodePoints(text, &cps);
+  SimilarityCodePoints(text, &cps, folded);
   values.clear();
   const size_t len = static_cast<size_t>(std::clamp(n, kMinShingleSize, kMaxShingleSize));
   if (cps.size() < len) {

@@ -63,9 +63,14 @@ struct TextAnalysis {
   uint64_t content_hash = 0;    // XXH3-64 of `normalized`; exact-duplicate key
   size_t invalid_utf8 = 0;      // invalid byte sequences replaced by U+FFFD
   size_t num_chars = 0;         // code points in `normalized`
-  std::vector<Feature> features;  // distinct features, in first-seen order
-  uint64_t fingerprint = 0;     // simhash; 0 and meaningless when features is empty
-  bool has_features() const { return !features.empty(); }
+  std::vector<Feature> features;  // distinct features, in first-seen order (none: Analyze without features)
+  size_t num_features = 0;      // how many distinct features the text has
+  uint64_t fingerprint = 0;     // simhash; 0 and meaningless without features
+  // Step 1 of the similarity text (shingles.h), NFKC_Casefold, computed by
+  // the normalization anyway: for a text not all ASCII, its folded form
+  // (ComputeSketch takes it and does not fold again); unspecified otherwise.
+  std::string folded;
+  bool has_features() const { return num_features > 0; }
 };
 
 class Fingerprinter {
@@ -81,7 +86,10 @@ class Fingerprinter {
   const FingerprintOptions& options() const { return options_; }
 
   // Full analysis of one UTF-8 text (invalid bytes are replaced, never fatal).
-  void Analyze(std::string_view utf8, TextAnalysis* out) const;
+  // Without `with_features`, out->features is left empty and everything
+  // else is as with it: for callers that never read a feature's token (a
+  // near-duplicate decision), which then is not copied.
+  void Analyze(std::string_view utf8, TextAnalysis* out, bool with_features = true) const;
 
   // Convenience: just the fingerprint. `has_features` (optional) receives
   // whether the text yielded any feature; a text without features must never

@@ -34,7 +34,9 @@ inline constexpr int kMinShingleSize = 1;
 inline constexpr int kMaxShingleSize = 16;
 
 // Steps 1-2: the similarity text as code points (*out is replaced).
-void SimilarityCodePoints(std::string_view utf8, std::vector<uint32_t>* out);
+// `folded`, if given, is step 1 done already for a text not all ASCII (the
+// analysis's, TextAnalysis::folded): it is then not done again.
+void SimilarityCodePoints(std::string_view utf8, std::vector<uint32_t>* out, const std::string* folded = nullptr);
 // The same as UTF-8 (for documentation and tests).
 std::string SimilarityText(std::string_view utf8);
 

@@ -100,7 +100,8 @@ void SketchAnchors(const uint32_t* mins, size_t n, std::vector<uint32_t>* out);
 
 // Replaces *out with the sketch of the n-grams of `text` (raw UTF-8; scheme
 // v2 above); n in [kMinShingleSize, kMaxShingleSize] (shingles.h).
-void ComputeSketch(std::string_view text, int n, ShingleSketch* out);
+// `folded`: as for SimilarityCodePoints (shingles.h), step 1 done already.
+void ComputeSketch(std::string_view text, int n, ShingleSketch* out, const std::string* folded = nullptr);
 ShingleSketch ComputeSketch(std::string_view text, int n);
 
 struct SimilarityEstimate {
