@@ -165,9 +165,10 @@ class DedupRun {
   // --keep longest and --decide join read every input once to analyze it,
   // then decide every document: from the longest to the shortest (ties in
   // input order), each kept unless a kept one matches it; or by the join
-  // (batch_join.h), whose last step, serial, ReadFile takes batch by batch
-  // while the next one is read. ReadFile then only writes. Bad lines are
-  // skipped here and counted and reported by ReadFile.
+  // (batch_join.h), whose last step, serial, ReadFile's read-ahead takes
+  // batch by batch while the batch before is written. ReadFile then only
+  // writes, and reads the lines without parsing them (line_facts.h). Bad
+  // lines are skipped here and counted and reported by ReadFile.
   Status DecideAllFirst(const std::vector<InputFile>& inputs) {
     auto t0 = std::chrono::steady_clock::now();
     precomputed_ = std::make_unique<Precomputed>();
@@ -328,17 +329,15 @@ class DedupRun {
       if (cur_.records.empty()) break;
       *stopped = !CollectTexts();
       // One thread fewer ahead: the in-order half of the decision, the serial
-      // path, keeps a core to itself. Decided already, this thread only
-      // writes, and reading is the slower half.
+      // path, keeps a core to itself (decided already: the writing).
       if (!*stopped && threads_ > 1) {
-        const int ahead_threads = precomputed_ ? threads_ : threads_ - 1;
-        ahead = std::async(std::launch::async, [&, ahead_threads] { Prepare(reader, name, &next, ahead_threads); });
+        ahead = std::async(std::launch::async, [&] { Prepare(reader, name, &next, threads_ - 1); });
       }
       auto t0 = std::chrono::steady_clock::now();
       const uint64_t first_sequence = precomputed_ ? loaded_ + written_docs_ : dedup_.next_sequence();
       std::span<const DocSignature> sigs = cur_.sigs;
       if (precomputed_) {  // decided already (DecideAllFirst)
-        NEARDUP_RETURN_IF_ERROR(TakeDecisions(cur_.texts.size()));
+        TakeDecisions(cur_.texts.size());
         sigs = std::span(precomputed_->sigs).subspan(written_docs_, cur_.texts.size());
       } else {
         dedup_.CountAnalyzed(cur_.invalid_utf8);
@@ -509,10 +508,11 @@ class DedupRun {
     std::vector<std::string_view> texts;  // the documents' texts, in order
     std::vector<size_t> record_of;        // texts[j] came from records[record_of[j]]
     std::vector<DocSignature> sigs;       // of texts (none with --keep longest: decided already)
+    std::vector<DedupDecision> joined;    // --decide join: of texts, from the join's pass in input order
     uint64_t invalid_utf8 = 0;            // met by the analysis; counted when decided
     uint64_t input_bytes = 0;             // the reader's, after this batch
-    double read_s = 0, analyze_s = 0;
-    Status status;                        // of the read
+    double read_s = 0, analyze_s = 0, join_s = 0;
+    Status status;                        // of the read, or of the join's pass
   };
 
   // Decided already (precomputed_), the lines are not parsed again: the
@@ -540,26 +540,36 @@ class DedupRun {
     t0 = std::chrono::steady_clock::now();
     b->invalid_utf8 = precomputed_ ? 0 : dedup_.Sign(b->texts, &b->sigs, threads);
     b->analyze_s = Since(t0);
+    if (precomputed_ && precomputed_->join) b->status = Join(b);
   }
 
-  // decisions_: the next n documents' decisions, decided by DecideAllFirst,
-  // or by the join now (and counted: the analysis counted invalid UTF-8).
-  Status TakeDecisions(size_t n) {
+  // The join's decisions for b's documents: its pass in input order, serial,
+  // here on the thread that reads ahead while the batch before is written
+  // (what that thread does is otherwise light). Counted when taken.
+  Status Join(Batch* b) const {
+    auto t0 = std::chrono::steady_clock::now();
+    b->joined.resize(b->texts.size());
+    for (DedupDecision& d : b->joined) {
+      NEARDUP_ASSIGN_OR_RETURN(d, precomputed_->join->Next());
+    }
+    b->join_s = Since(t0);
+    return Status::OK();
+  }
+
+  // decisions_: the next n documents' decisions (cur_'s first n), decided
+  // by DecideAllFirst, or by the join's pass (Join), then counted (the
+  // analysis counted invalid UTF-8).
+  void TakeDecisions(size_t n) {
     if (!precomputed_->join) {
       decisions_.assign(precomputed_->decisions.begin() + written_docs_,
                         precomputed_->decisions.begin() + written_docs_ + n);
-      return Status::OK();
+      return;
     }
-    auto t0 = std::chrono::steady_clock::now();
-    decisions_.resize(n);
-    for (DedupDecision& d : decisions_) {
-      NEARDUP_ASSIGN_OR_RETURN(d, precomputed_->join->Next());
-    }
+    decisions_.assign(cur_.joined.begin(), cur_.joined.begin() + n);
     DedupStats counted = dedup_.stats();
     CountDecisions(decisions_, &counted);
     dedup_.RestoreProgress(counted, loaded_ + written_docs_ + n);
-    join_->decide_s += Since(t0);
-    return Status::OK();
+    join_->decide_s += cur_.join_s;
   }
 
   // Counts cur_'s lines and reports its bad ones; false when bad lines stop
