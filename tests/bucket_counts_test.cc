@@ -26,12 +26,22 @@ bool PlainBound(uint64_t x, uint64_t y, uint32_t* bound) {
   return true;
 }
 
+// The word bound, and the expanded bound of x and y as the low words of
+// two texts' counts (other words random), against the plain loop.
 void ExpectSame(uint64_t x, uint64_t y) {
   uint32_t want = 0, got = 0;
   const bool want_ok = PlainBound(x, y, &want);
   ASSERT_EQ(SharedBucketBound(x, y, &got), want_ok) << std::hex << x << " " << y;
   if (want_ok) {
     ASSERT_EQ(got, want) << std::hex << x << " " << y;
+  }
+  static std::mt19937_64 rng(23);
+  const BucketCounts a{{x, rng() & rng()}}, b{{y, rng() | rng()}};
+  uint32_t high = 0;
+  const bool words_ok = want_ok && PlainBound(a.words[1], b.words[1], &high);
+  ASSERT_EQ(SharedBucketBound(Expand(a), Expand(b), &got), words_ok) << std::hex << x << " " << y;
+  if (words_ok) {
+    ASSERT_EQ(got, want + high) << std::hex << x << " " << y;
   }
 }
 
@@ -110,8 +120,14 @@ TEST(BucketCounts, TextBoundMatchesTheDefinitionAndBoundsTheIntersection) {
     std::sort(b.begin(), b.end()), b.erase(std::unique(b.begin(), b.end()), b.end());
     uint32_t want = 0, got = 0;
     const bool want_ok = PlainTextBound(a, b, &want);
-    const bool got_ok = SharedBucketBound(CountBuckets(a.data(), a.size()), CountBuckets(b.data(), b.size()), &got);
+    const BucketCounts ca = CountBuckets(a.data(), a.size()), cb = CountBuckets(b.data(), b.size());
+    const bool got_ok = SharedBucketBound(ca, cb, &got);
     ASSERT_EQ(got_ok, want_ok) << trial;
+    uint32_t expanded = 0;
+    ASSERT_EQ(SharedBucketBound(Expand(ca), Expand(cb), &expanded), want_ok) << trial;
+    if (want_ok) {
+      ASSERT_EQ(expanded, want) << trial;
+    }
     if (!got_ok) continue;
     ASSERT_EQ(got, want) << trial;
     std::vector<uint32_t> shared;

@@ -19,6 +19,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace neardup::internal {
 
@@ -71,6 +76,47 @@ inline bool SharedBucketBound(const BucketCounts& x, const BucketCounts& y, uint
   }
   *bound = low + high;
   return true;
+}
+
+// The same counts one per byte, in an order of buckets of its own (the
+// bound does not depend on it), for many bounds against the same texts: the
+// batch join's pairing (batch_join.cc) takes ~90 per document, where the
+// word-at-a-time bound above cost a third of the step.
+struct ExpandedCounts {
+  alignas(16) uint8_t bytes[32];
+};
+
+inline ExpandedCounts Expand(const BucketCounts& c) {
+  constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
+  const uint64_t parts[4] = {c.words[0] & kLow, (c.words[0] >> 4) & kLow, c.words[1] & kLow, (c.words[1] >> 4) & kLow};
+  ExpandedCounts e;
+  std::memcpy(e.bytes, parts, sizeof parts);
+  return e;
+}
+
+// SharedBucketBound(x, y) of the counts x and y were expanded from.
+inline bool SharedBucketBound(const ExpandedCounts& x, const ExpandedCounts& y, uint32_t* bound) {
+#if defined(__SSE2__)
+  const __m128i lo = _mm_min_epu8(_mm_load_si128(reinterpret_cast<const __m128i*>(x.bytes)),
+                                  _mm_load_si128(reinterpret_cast<const __m128i*>(y.bytes)));
+  const __m128i hi = _mm_min_epu8(_mm_load_si128(reinterpret_cast<const __m128i*>(x.bytes + 16)),
+                                  _mm_load_si128(reinterpret_cast<const __m128i*>(y.bytes + 16)));
+  // min(u, v) = 15 iff both are 15: no bound.
+  const __m128i fifteen = _mm_set1_epi8(15);
+  if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(lo, fifteen), _mm_cmpeq_epi8(hi, fifteen))) != 0) return false;
+  const __m128i sums = _mm_add_epi64(_mm_sad_epu8(lo, _mm_setzero_si128()), _mm_sad_epu8(hi, _mm_setzero_si128()));
+  *bound = static_cast<uint32_t>(_mm_cvtsi128_si32(sums) + _mm_extract_epi16(sums, 4));
+  return true;
+#else
+  uint32_t sum = 0;
+  for (int i = 0; i < 32; ++i) {
+    const uint8_t m = x.bytes[i] < y.bytes[i] ? x.bytes[i] : y.bytes[i];
+    if (m == 15) return false;
+    sum += m;
+  }
+  *bound = sum;
+  return true;
+#endif
 }
 
 }  // namespace neardup::internal
