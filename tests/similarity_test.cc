@@ -157,6 +157,41 @@ TEST(Sketch, AnchorsAreValuesAndNeighbourPairsInTurn) {
   EXPECT_EQ(out, (std::vector<uint32_t>{7, mins[2], 9, AnchorPairKey(9, mins[2])}));
 }
 
+// SketchAnchors against its definition, one search of the list per key:
+// random values, many repeated keys (a value that is an earlier pair's key,
+// equal top bits, 0) and every length.
+TEST(Sketch, AnchorsAsTheDefinitionSaysOnRepeats) {
+  auto plain = [](const std::vector<uint32_t>& mins) {
+    std::vector<uint32_t> out;
+    auto add = [&](uint32_t key) {
+      if (out.size() < kAnchorCount && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+    };
+    for (size_t i = 0; i < mins.size() && out.size() < kAnchorCount; ++i) {
+      add(mins[i]);
+      if (i + 1 < mins.size()) add(AnchorPairKey(mins[i], mins[i + 1]));
+    }
+    return out;
+  };
+  std::mt19937 rng(41);
+  std::vector<uint32_t> mins, got;
+  for (int trial = 0; trial < 20000; ++trial) {
+    mins.clear();
+    const size_t n = rng() % 48;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t r = rng();
+      switch (rng() % 6) {
+        case 0: mins.push_back(i > 1 ? AnchorPairKey(mins[i - 2], mins[i - 1]) : r); break;  // an earlier pair's key
+        case 1: mins.push_back(i > 0 ? mins[rng() % i] : r); break;                          // a repeat (not ascending)
+        case 2: mins.push_back(0xFC000000u | (rng() % 64)); break;                           // one slot, the last: wraps
+        case 3: mins.push_back(0); break;
+        default: mins.push_back(r);
+      }
+    }
+    SketchAnchors(mins.data(), mins.size(), &got);
+    ASSERT_EQ(got, plain(mins)) << trial;
+  }
+}
+
 TEST(Similarity, ExactForSetsThatFitTheSketch) {
   std::mt19937 rng(5);
   for (int trial = 0; trial < 60; ++trial) {
