@@ -623,6 +623,18 @@ TEST_F(CliTest, KeepLongestKeepsTheLongestOfEachGroup) {
 // --decide join (batch_join.h): the same outputs for any thread count and
 // batch size, with every output kind; close to the stream rule's; bad lines
 // counted once; the flags that need the stream decision refused.
+// The write pass after --keep longest's or --decide join's first read does
+// not parse the lines again (tools/line_facts.h): an input whose lines
+// changed in between is refused, not written as if it were the first.
+// /proc/self/io changes: its read count grows with the first read.
+TEST_F(CliTest, AnInputChangedBetweenTheTwoReadsIsRefused) {
+  if (!std::filesystem::exists("/proc/self/io")) GTEST_SKIP() << "no /proc/self/io on this kernel";
+  for (const std::string mode : {"--keep longest", "--decide join"}) {
+    EXPECT_EQ(Run("dedup --format lines " + mode + " -i /proc/self/io -o " + Path("o")), 1) << mode << ": " << err_;
+    EXPECT_NE(err_.find("/proc/self/io changed between the run's two reads"), std::string::npos) << err_;
+  }
+}
+
 TEST_F(CliTest, DecideJoinGivesTheSameOutputsForAnyThreadCount) {
   std::string reference;
   for (const std::string& opts : {std::string("-t 1"), std::string("-t 2"), std::string("-t 3 --batch-size 77")}) {

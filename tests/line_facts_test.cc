@@ -88,7 +88,9 @@ TEST(LineFacts, TheSecondReadGivesWhatTheParseGave) {
       EXPECT_EQ(second[i].kind, first[i].kind) << i;
       EXPECT_EQ(second[i].truncated, first[i].truncated) << i;
       EXPECT_EQ(second[i].error, first[i].error) << i;
-      if (first[i].kind == InputRecord::Kind::kDocument) EXPECT_EQ(second[i].id, first[i].id) << i;
+      if (first[i].kind == InputRecord::Kind::kDocument) {
+        EXPECT_EQ(second[i].id, first[i].id) << i;
+      }
       EXPECT_EQ(second[i].line, first[i].line) << i;
       EXPECT_EQ(second[i].line_number, first[i].line_number) << i;
       bad += first[i].kind == InputRecord::Kind::kBad, truncated += first[i].truncated;
@@ -102,10 +104,12 @@ TEST(LineFacts, TheSecondReadGivesWhatTheParseGave) {
 
 TEST(LineFacts, AnInputThatChangedBetweenTheReadsIsRefused) {
   const std::string in = kInput;
-  const std::string one_edited = std::string(kInput).replace(in.find("short"), 5, "shorter");
+  const std::string longer = std::string(kInput).replace(in.find("short"), 5, "shorter");
+  const std::string as_long = std::string(kInput).replace(in.find("short"), 5, "shirt");
   for (const std::string& changed : {in + "{\"id\":9,\"text\":\"one more\"}\n",  // a line more
                                      in.substr(0, in.find("not json")),          // lines fewer
-                                     one_edited}) {                              // as many, other bytes
+                                     longer,                                     // as many, more bytes
+                                     as_long}) {                                 // as many bytes, others
     LineFacts facts;
     std::vector<std::string> ids;
     for (const InputRecord& r : FirstRead(in, RecordReaderOptions{}, &facts)) {
