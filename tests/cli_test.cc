@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -633,6 +634,48 @@ TEST_F(CliTest, AnInputChangedBetweenTheTwoReadsIsRefused) {
     EXPECT_EQ(Run("dedup --format lines " + mode + " -i /proc/self/io -o " + Path("o")), 1) << mode << ": " << err_;
     EXPECT_NE(err_.find("/proc/self/io changed between the run's two reads"), std::string::npos) << err_;
   }
+}
+
+// A write that fails before the last batch of the second read is reported
+// as the write failure, not as an input that changed (the read-ahead, still
+// running then, had read fewer lines than the first read), on 1 and 2
+// threads (under TSan, the race that was there).
+TEST_F(CliTest, AFailedWriteAfterTheFirstReadIsReportedAsSuch) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  for (const std::string mode : {"--keep longest", "--decide join"}) {
+    for (const std::string threads : {"1", "2"}) {
+      EXPECT_EQ(Run("dedup " + mode + " -t " + threads + " --batch-size 50 -i " + kSample + " -o /dev/full"), 1)
+          << mode << " -t " << threads << ": " << err_;
+      EXPECT_NE(err_.find("error writing /dev/full"), std::string::npos) << mode << ": " << err_;
+      EXPECT_EQ(err_.find("changed between"), std::string::npos) << mode << ": " << err_;
+    }
+  }
+}
+
+// The second read takes each document's id from the first one's, after
+// those of --load-index's documents: every input line is in --output or in
+// --duplicates under its own id (an id off by the loaded count would not).
+TEST_F(CliTest, KeepLongestWithLoadIndexNamesEachDocumentByItsId) {
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  std::string head;
+  for (size_t i = 0; i < 300; ++i) head += lines[i] + "\n";
+  WriteFile(Path("head.jsonl"), head);
+  ASSERT_EQ(Run("dedup -q -i " + Path("head.jsonl") + " -o " + Path("h") + " --save-index " + Path("idx")), 0) << err_;
+  ASSERT_EQ(Run("dedup -q --keep longest -t 2 --batch-size 64 --load-index " + Path("idx") + " -i " + kSample + " -o " +
+                Path("o") + " -d " + Path("d")),
+            0)
+      << err_;
+  std::multiset<std::string> want, got;
+  for (const std::string& line : lines) want.insert(nlohmann::json::parse(line)["id"].dump());
+  for (const std::string& line : Lines(ReadFile(Path("o")))) got.insert(nlohmann::json::parse(line)["id"].dump());
+  size_t of_loaded = 0;
+  for (const std::string& line : Lines(ReadFile(Path("d")))) {
+    const auto d = nlohmann::json::parse(line);
+    got.insert(d["id"].dump());
+    of_loaded += d["duplicate_of"].dump() != "null" && head.find("\"id\": " + d["duplicate_of"].dump() + ",") != std::string::npos;
+  }
+  EXPECT_TRUE(got == want);
+  EXPECT_GT(of_loaded, 200u);  // the head's own lines, at least, are duplicates of what was loaded
 }
 
 TEST_F(CliTest, DecideJoinGivesTheSameOutputsForAnyThreadCount) {

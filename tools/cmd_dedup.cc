@@ -360,7 +360,12 @@ class DedupRun {
       }
       std::swap(cur_, next);
     }
-    if (precomputed_ && !*stopped) NEARDUP_RETURN_IF_ERROR(precomputed_->facts.EndInput(name));
+    // A failed write leaves the loop with the read-ahead running: it still
+    // advances the line facts (and the join), so it is waited for first.
+    if (ahead.valid()) ahead.wait();
+    // Read to its end only if neither stopped nor failed: then the facts
+    // must have met every line (a failed write is reported by Finish).
+    if (precomputed_ && !*stopped && !WriteFailed()) NEARDUP_RETURN_IF_ERROR(precomputed_->facts.EndInput(name));
     done_bytes_ += cur_.input_bytes;
     ++counters_.files;
     if (checkpoint_ && !*stopped && !WriteFailed()) NEARDUP_RETURN_IF_ERROR(Checkpoint());
@@ -501,8 +506,10 @@ class DedupRun {
   }
 
   // One batch of an input: read, and its documents' texts picked and
-  // analyzed. Prepare fills it touching nothing else, so it may run on
-  // another thread while the batch before is decided.
+  // analyzed. Prepare fills it touching nothing else but, decided already,
+  // what follows the input in order (the line facts, the id walker, the
+  // join's pass), so it may run on another thread while the batch before is
+  // decided, one call at a time.
   struct Batch {
     std::vector<InputRecord> records;
     std::vector<std::string_view> texts;  // the documents' texts, in order

@@ -282,7 +282,8 @@ struct Member {
 class BucketTest {
  public:
   explicit BucketTest(double threshold)
-      : c_(static_cast<uint64_t>(std::floor((threshold - 1e-9) / (1 + threshold - 1e-9) * kOne))) {}
+      : c_(threshold > 1e-9 ? static_cast<uint64_t>(std::floor((threshold - 1e-9) / (1 + threshold - 1e-9) * kOne))
+                            : 0) {}  // 0: rejects nothing
   bool Rejects(const Member& a, const Member& b) const {
     if (a.shingles - 1 >= kSketchSize || b.shingles - 1 >= kSketchSize) return false;  // none, or incomplete
     uint32_t bound = 0;
