@@ -22,7 +22,9 @@ void ExpectSame(const KeptIds& ids, const std::map<uint64_t, std::string>& oracl
     const std::string_view want = it == oracle.end() ? std::string_view() : std::string_view(it->second);
     ASSERT_EQ(ids.Find(s), want) << "sequence " << s;
     ASSERT_EQ(every.Find(s), want) << "walker, sequence " << s;
-    if (s % 3 == 0) ASSERT_EQ(third.Find(s), want) << "walker by 3, sequence " << s;
+    if (s % 3 == 0) {
+      ASSERT_EQ(third.Find(s), want) << "walker by 3, sequence " << s;
+    }
   }
 }
 

@@ -12,8 +12,8 @@
 // 2.3 bytes per entry besides the id. Bytes go to 1 MiB chunks that are
 // never moved.
 //
-// Find walks at most 63 entries from an indexed one; it runs once per
-// duplicate, beside a JSON line's write.
+// Find walks at most 63 entries from an indexed one (a Walker started
+// there); it runs once per duplicate, beside a JSON line's write.
 #ifndef NEARDUP_TOOLS_KEPT_IDS_H_
 #define NEARDUP_TOOLS_KEPT_IDS_H_
 
@@ -47,29 +47,13 @@ class KeptIds {
     ++count_;
   }
 
-  // The id kept under `sequence`, or empty if none was.
+  // The id kept under `sequence`, or empty if none was: a walk from the
+  // indexed entry at or before it.
   std::string_view Find(uint64_t sequence) const {
     auto b = std::upper_bound(blocks_.begin(), blocks_.end(), sequence,
                               [](uint64_t s, const Block& x) { return s < x.first; });
     if (b == blocks_.begin()) return {};
-    --b;
-    const size_t n = std::min<uint64_t>(kEvery, count_ - static_cast<uint64_t>(b - blocks_.begin()) * kEvery);
-    size_t chunk = b->chunk, at = b->offset;
-    uint64_t seq = b->first;
-    for (size_t i = 0; i < n; ++i) {
-      if (at == chunks_[chunk].size()) {  // the entry is the next chunk's first
-        ++chunk;
-        at = 0;
-      }
-      const std::string& c = chunks_[chunk];
-      const uint64_t step = GetVarint(c, &at);
-      const uint64_t len = GetVarint(c, &at);
-      if (i > 0) seq += step;
-      if (seq == sequence) return std::string_view(c).substr(at, len);
-      if (seq > sequence) return {};
-      at += len;
-    }
-    return {};
+    return Walker(this, static_cast<size_t>(b - blocks_.begin()) - 1).Find(sequence);
   }
 
   // Find for sequence numbers asked in increasing order, in O(1) each
@@ -86,7 +70,9 @@ class KeptIds {
         const std::string& c = ids_->chunks_[chunk_];
         size_t at = at_;
         const uint64_t step = GetVarint(c, &at);
-        const uint64_t seq = next_ == 0 ? ids_->blocks_[0].first : last_ + step;
+        // An indexed entry's sequence is in the index (its step is from
+        // the entry before, which a walk started here has not read).
+        const uint64_t seq = next_ == start_ ? ids_->blocks_[start_ / kEvery].first : last_ + step;
         if (seq > sequence) return {};
         const uint64_t len = GetVarint(c, &at);
         at_ = at + len, last_ = seq;
@@ -96,9 +82,15 @@ class KeptIds {
     }
 
    private:
+    friend class KeptIds;
+    // At indexed entry `block` (which must exist).
+    Walker(const KeptIds* ids, size_t block)
+        : ids_(ids), next_(block * kEvery), start_(next_), chunk_(ids->blocks_[block].chunk),
+          at_(ids->blocks_[block].offset) {}
+
     const KeptIds* ids_;
-    uint64_t next_ = 0, last_ = 0;  // the next entry to read; the sequence of the one before
-    size_t chunk_ = 0, at_ = 0;     // where the next entry starts
+    uint64_t next_ = 0, start_ = 0, last_ = 0;  // the next entry to read, the first read; the sequence of the one before
+    size_t chunk_ = 0, at_ = 0;                 // where the next entry starts
   };
 
   uint64_t size() const { return count_; }

@@ -282,7 +282,8 @@ struct Member {
 class BucketTest {
  public:
   explicit BucketTest(double threshold)
-      : c_(threshold > 1e-9 ? static_cast<uint64_t>(std::floor((threshold - 1e-9) / (1 + threshold - 1e-9) * kOne))
+      : threshold_(threshold),
+        c_(threshold > 1e-9 ? static_cast<uint64_t>(std::floor((threshold - 1e-9) / (1 + threshold - 1e-9) * kOne))
                             : 0) {}  // 0: rejects nothing
   bool Rejects(const Member& a, const Member& b) const {
     if (a.shingles - 1 >= kSketchSize || b.shingles - 1 >= kSketchSize) return false;  // none, or incomplete
@@ -290,9 +291,11 @@ class BucketTest {
     if (!internal::SharedBucketBound(a.counts, b.counts, &bound)) return false;
     return uint64_t{bound} * kOne < c_ * (uint64_t{a.shingles} + b.shingles);
   }
+  double threshold() const { return threshold_; }
 
  private:
   static constexpr uint64_t kOne = uint64_t{1} << 20;
+  double threshold_;
   uint64_t c_;
 };
 
@@ -300,7 +303,7 @@ class BucketTest {
 // pair rule's size test is a window, not a test per pair; the bucket counts
 // then rule out most of the rest. Both sides of such a pair have sketches,
 // so the filter decides as the pair rule would.
-void GroupPairs(std::vector<Member>& m, const BucketTest& test, double threshold, std::vector<Pair>* out) {
+void GroupPairs(std::vector<Member>& m, const BucketTest& test, std::vector<Pair>* out) {
   std::sort(m.begin(), m.end(), [](const Member& a, const Member& b) {
     return a.shingles != b.shingles ? a.shingles < b.shingles : a.cls < b.cls;
   });
@@ -308,7 +311,7 @@ void GroupPairs(std::vector<Member>& m, const BucketTest& test, double threshold
   for (size_t j = 1; j < m.size(); ++j) {
     // ShingleCountsRuleOut(threshold, m[i].shingles, m[j].shingles) exactly,
     // for the sorted group: false from lo on.
-    while (lo < j && static_cast<double>(m[lo].shingles) < threshold * m[j].shingles) ++lo;
+    while (lo < j && static_cast<double>(m[lo].shingles) < test.threshold() * m[j].shingles) ++lo;
     for (size_t i = lo; i < j; ++i) {
       if (test.Rejects(m[i], m[j])) continue;
       const Member &y = m[i].cls > m[j].cls ? m[i] : m[j], &x = m[i].cls > m[j].cls ? m[j] : m[i];
@@ -365,7 +368,7 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
                              (i.found & bit) != 0});
         }
         seen += m.size();
-        GroupPairs(m, test, rule.options.recheck.threshold, &local);
+        GroupPairs(m, test, &local);
       });
     }
     live += seen;
