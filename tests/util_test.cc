@@ -84,6 +84,28 @@ TEST(ParallelSortTest, SortsAsStdSortForAnyThreadCount) {
   }
 }
 
+// MergePathSplit against the stable merge itself: for every output length
+// p, how many of the first p merged elements came from a (ties: a's first),
+// on runs with many ties between and inside the two sides.
+TEST(ParallelSortTest, MergePathSplitCountsTheFirstSidesElements) {
+  std::mt19937_64 rng(11);
+  auto by_key = [](const std::pair<int, int>& x, const std::pair<int, int>& y) { return x.first < y.first; };
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<std::pair<int, int>> a(rng() % 40), b(rng() % 40);
+    for (auto& x : a) x = {static_cast<int>(rng() % 6), 0};
+    for (auto& x : b) x = {static_cast<int>(rng() % 6), 1};
+    std::sort(a.begin(), a.end(), by_key);
+    std::sort(b.begin(), b.end(), by_key);
+    std::vector<std::pair<int, int>> merged(a.size() + b.size());
+    std::merge(a.begin(), a.end(), b.begin(), b.end(), merged.begin(), by_key);
+    size_t from_a = 0;
+    for (size_t p = 0; p <= merged.size(); ++p) {
+      ASSERT_EQ(MergePathSplit(a.begin(), a.size(), b.begin(), b.size(), p, by_key), from_a) << trial << " " << p;
+      if (p < merged.size()) from_a += merged[p].second == 0;
+    }
+  }
+}
+
 // A strict weak order with ties: sorted by it, whatever the ties' order.
 TEST(ParallelSortTest, SortsByAWeakOrder) {
   std::vector<std::pair<uint32_t, uint32_t>> v(100000);

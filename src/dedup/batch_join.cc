@@ -43,6 +43,62 @@ uint64_t SignatureHash(const DocSignature& s) {
                               XXH3_64bits(head, sizeof(head)));
 }
 
+// Calls fn(group_begin, group_end) for each run of equal hashes in the
+// sorted by_hash, on all threads: a run belongs to the chunk its start is in.
+template <typename Fn>
+void ForEachHashRun(const std::vector<std::pair<uint64_t, uint32_t>>& by_hash, int threads, Fn fn) {
+  const size_t n = by_hash.size();
+  ParallelFor(n, threads, [&](size_t b, size_t e) {
+    while (b < e && b > 0 && by_hash[b].first == by_hash[b - 1].first) ++b;
+    for (size_t end; b < e; b = end) {
+      for (end = b + 1; end < n && by_hash[end].first == by_hash[b].first; ++end) {
+      }
+      fn(b, end);
+    }
+  });
+}
+
+// Numbers the classes in order of their first documents, on all threads:
+// rep[d] is the first document with d's signature and last_doc[r] (for such
+// a first r) the last.
+Status NumberClasses(const std::vector<uint32_t>& rep, const std::vector<uint32_t>& last_doc, int threads,
+                     Classes* c) {
+  const size_t n = rep.size();
+  const size_t ranges = static_cast<size_t>(std::max(threads, 1)) * 4, range = n / ranges + 1;
+  std::vector<size_t> base(ranges + 1, 0);  // classes whose first is before range k
+  ParallelFor(ranges, threads, [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      for (size_t d = k * range; d < std::min(n, (k + 1) * range); ++d) base[k + 1] += rep[d] == d;
+    }
+  });
+  for (size_t k = 0; k < ranges; ++k) base[k + 1] += base[k];
+  if (base[ranges] > kMaxClasses) return Status::InvalidArgument("the join takes fewer than 2^27 distinct documents");
+  c->of.resize(n);
+  c->first.resize(base[ranges]);
+  c->last.resize(base[ranges]);
+  auto each_range = [&](auto fn) {
+    ParallelFor(ranges, threads, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) fn(k, k * range, std::min(n, (k + 1) * range));
+    });
+  };
+  each_range([&](size_t k, size_t from, size_t to) {
+    uint32_t id = static_cast<uint32_t>(base[k]);
+    for (size_t d = from; d < to; ++d) {
+      if (rep[d] != d) continue;
+      c->of[d] = id;
+      c->first[id] = static_cast<uint32_t>(d);
+      c->last[id++] = last_doc[d];
+    }
+  });
+  // A later document's first is numbered by now, in whichever range it is.
+  each_range([&](size_t, size_t from, size_t to) {
+    for (size_t d = from; d < to; ++d) {
+      if (rep[d] != d) c->of[d] = c->of[rep[d]];
+    }
+  });
+  return Status::OK();
+}
+
 Status FindClasses(std::span<const DocSignature> sigs, int threads, Classes* c) {
   const size_t n = sigs.size();
   std::vector<std::pair<uint64_t, uint32_t>> by_hash(n);
@@ -50,39 +106,22 @@ Status FindClasses(std::span<const DocSignature> sigs, int threads, Classes* c) 
     for (size_t i = b; i < e; ++i) by_hash[i] = {SignatureHash(sigs[i]), static_cast<uint32_t>(i)};
   });
   ParallelSort(by_hash, threads, std::less<>());
-  // rep[d]: the first document with d's signature. Inside one hash value the
-  // signatures are compared whole, so a collision cannot merge two classes.
-  std::vector<uint32_t> rep(n), reps;
-  for (size_t b = 0, e; b < n; b = e) {
-    for (e = b + 1; e < n && by_hash[e].first == by_hash[b].first; ++e) {
-    }
+  // Inside one hash value the signatures are compared whole, so a collision
+  // cannot merge two classes. A run is in document order (the sort's second
+  // key), so last_doc[r] ends at r's class's last document.
+  std::vector<uint32_t> rep(n), last_doc(n);
+  ForEachHashRun(by_hash, threads, [&](size_t b, size_t e) {
+    thread_local std::vector<uint32_t> reps;
     reps.clear();
     for (size_t i = b; i < e; ++i) {
       const uint32_t d = by_hash[i].second;
       auto same = std::find_if(reps.begin(), reps.end(), [&](uint32_t r) { return sigs[r] == sigs[d]; });
-      if (same != reps.end()) {
-        rep[d] = *same;
-      } else {
-        rep[d] = d;
-        reps.push_back(d);
-      }
+      if (same == reps.end()) same = reps.insert(reps.end(), d);
+      rep[d] = *same;
+      last_doc[*same] = d;
     }
-  }
-  c->of.resize(n);
-  for (uint32_t d = 0; d < n; ++d) {
-    if (rep[d] != d) {
-      c->of[d] = c->of[rep[d]];
-      c->last[c->of[d]] = d;
-      continue;
-    }
-    if (c->first.size() >= kMaxClasses) {
-      return Status::InvalidArgument("the join takes fewer than 2^27 distinct documents");
-    }
-    c->of[d] = static_cast<uint32_t>(c->first.size());
-    c->first.push_back(d);
-    c->last.push_back(d);
-  }
-  return Status::OK();
+  });
+  return NumberClasses(rep, last_doc, threads, c);
 }
 
 // What the anchor groups read of a class, in one place: the steps that

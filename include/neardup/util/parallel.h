@@ -16,10 +16,25 @@ namespace neardup {
 // here (the first one). threads <= 1 runs fn(0, n) on the caller's thread.
 void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& fn);
 
+// The first p elements of the stable merge of sorted a[0..na) and b[0..nb)
+// (a's first on ties): how many of them come from a ("merge path").
+template <typename It, typename Less>
+size_t MergePathSplit(It a, size_t na, It b, size_t nb, size_t p, Less& less) {
+  size_t lo = p > nb ? p - nb : 0, hi = std::min(p, na);
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (less(b[p - mid - 1], a[mid])) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 // Sorts v by the strict weak order `less` on up to `threads` threads: one
-// part per thread sorted at once, then the parts merged pairwise. Elements
-// that compare equal may end in any order, as with std::sort; under a total
-// order the result is the same for any thread count.
+// part per thread sorted at once, then the parts merged pairwise, each merge
+// split into `threads` pieces of its output, so the last merge is not left
+// to one thread. Elements that compare equal may end in any order, as with
+// std::sort; under a total order the result is the same for any thread
+// count. Uses a second buffer of v's size while merging.
 template <typename T, typename Less>
 void ParallelSort(std::vector<T>& v, int threads, Less less) {
   const size_t n = v.size();
@@ -30,14 +45,28 @@ void ParallelSort(std::vector<T>& v, int threads, Less less) {
     std::sort(v.begin(), v.end(), less);
     return;
   }
-  auto at = [&](size_t part) { return v.begin() + static_cast<std::ptrdiff_t>(std::min(part, parts) * n / parts); };
+  auto at = [&](size_t part) { return std::min(part, parts) * n / parts; };
   ParallelFor(parts, threads, [&](size_t b, size_t e) {
-    for (size_t p = b; p < e; ++p) std::sort(at(p), at(p + 1), less);
+    for (size_t p = b; p < e; ++p) std::sort(v.begin() + at(p), v.begin() + at(p + 1), less);
   });
+  std::vector<T> out(n);
+  const size_t pieces = static_cast<size_t>(threads);
   for (size_t width = 1; width < parts; width *= 2) {
-    ParallelFor((parts + 2 * width - 1) / (2 * width), threads, [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) std::inplace_merge(at(2 * k * width), at(2 * k * width + width), at(2 * k * width + 2 * width), less);
+    const size_t merges = (parts + 2 * width - 1) / (2 * width);
+    ParallelFor(merges * pieces, threads, [&](size_t b, size_t e) {
+      for (size_t task = b; task < e; ++task) {
+        const size_t k = task / pieces, piece = task % pieces;
+        const size_t lo = at(2 * k * width), mid = at(2 * k * width + width), hi = at(2 * k * width + 2 * width);
+        const size_t p0 = piece * (hi - lo) / pieces, p1 = (piece + 1) * (hi - lo) / pieces;
+        auto a = v.begin() + lo, bb = v.begin() + mid;
+        const size_t i0 = MergePathSplit(a, mid - lo, bb, hi - mid, p0, less);
+        const size_t i1 = MergePathSplit(a, mid - lo, bb, hi - mid, p1, less);
+        std::merge(std::make_move_iterator(a + i0), std::make_move_iterator(a + i1),
+                   std::make_move_iterator(bb + (p0 - i0)), std::make_move_iterator(bb + (p1 - i1)),
+                   out.begin() + lo + p0, less);
+      }
     });
+    v.swap(out);
   }
 }
 
