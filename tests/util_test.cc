@@ -1,10 +1,17 @@
 // The util layer's small pieces: the Result helper, the codec, the hashes.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -62,6 +69,76 @@ TEST(Hash, PersistedFinalizerIsPinned) {
   EXPECT_EQ(Murmur3Fmix64(0), 0u);
   EXPECT_EQ(Murmur3Fmix64(1), 0xB456BCFC34C2CB2CULL);
   EXPECT_NE(SplitMix64(1), Murmur3Fmix64(1));
+}
+
+// ParallelFor's pool: calls from several threads at once, each with calls
+// nested in its chunks, still run every index exactly once.
+TEST(ParallelForPool, NestedAndConcurrentCallsCoverEveryIndexOnce) {
+  constexpr size_t kOuter = 300, kInner = 40;
+  std::vector<std::atomic<int>> hits(4 * kOuter * kInner);
+  std::vector<std::thread> callers;
+  for (size_t c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      ParallelFor(kOuter, 3, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) {
+          ParallelFor(kInner, 2, [&](size_t ib, size_t ie) {
+            for (size_t j = ib; j < ie; ++j) hits[(c * kOuter + i) * kInner + j].fetch_add(1);
+          });
+        }
+      });
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+}
+
+// An exception in a chunk reaches the caller, and the pool still works.
+TEST(ParallelForPool, RethrowsAndStaysUsable) {
+  EXPECT_THROW(ParallelFor(1000, 2,
+                           [](size_t b, size_t e) {
+                             if (b <= 500 && 500 < e) throw std::runtime_error("chunk");
+                           }),
+               std::runtime_error);
+  std::atomic<size_t> sum{0};
+  ParallelFor(1000, 2, [&](size_t b, size_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 1000u);
+}
+
+// The workers live from one call to the next, so their thread_local state
+// does too (a thread per call left it cold for every batch: issue 17).
+TEST(ParallelForPool, WorkersServeMoreThanOneCall) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> most{0};
+  for (int call = 0; call < 20; ++call) {
+    ParallelFor(8, 2, [&](size_t, size_t) {
+      thread_local int calls_seen = 0, last_call = -1;
+      if (std::this_thread::get_id() != caller && last_call != call) {
+        last_call = call;
+        int seen = ++calls_seen, m = most.load();
+        while (seen > m && !most.compare_exchange_weak(m, seen)) {
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+  }
+  EXPECT_GE(most.load(), 2);
+}
+
+// A child forked after the pool started has none of its workers: its calls
+// must still finish (on the child's own thread if need be).
+TEST(ParallelForPool, AForkedChildCanStillCall) {
+  ParallelFor(100, 4, [](size_t, size_t) {});
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a hang fails the test instead of stalling it
+    std::atomic<size_t> sum{0};
+    ParallelFor(10000, 4, [&](size_t b, size_t e) { sum += e - b; });
+    _exit(sum.load() == 10000 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 // ParallelSort against std::sort: sizes below, at and past the point where

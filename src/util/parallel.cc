@@ -1,12 +1,113 @@
 #include "neardup/util/parallel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <exception>
+#include <mutex>
 #include <thread>
-#include <vector>
 
 namespace neardup {
+namespace {
+
+// One ParallelFor call: its chunks are taken by the caller and by the pool's
+// workers that join it.
+struct Job {
+  const std::function<void(size_t, size_t)>* fn = nullptr;
+  size_t n = 0, chunk = 1;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;  // the first exception; written once, under `failed`
+  size_t wanted = 0;         // workers it still takes (Pool::mu_)
+  size_t active = 0;         // workers inside Work (Pool::mu_)
+
+  void Work() {
+    try {
+      while (!failed.load(std::memory_order_relaxed)) {
+        const size_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+        if (begin >= n) break;
+        (*fn)(begin, std::min(n, begin + chunk));
+      }
+    } catch (...) {
+      if (!failed.exchange(true)) error = std::current_exception();
+    }
+  }
+};
+
+// Workers that live as long as the process. Why not a thread per call: a
+// worker's thread_local scratch (the text analysis's buffers, the record
+// filter's) stays warm from one call to the next. With a fresh thread per
+// batch, `dedup --decide join` analyzed 1M short documents 1.41x faster on
+// two threads than on one, against 1.9x for the same work on warm threads
+// (docs/BENCHMARKS.md, eighth session).
+//
+// A caller never waits for a worker that has not started its job: it works
+// through the chunks itself, withdraws the job, and waits only for the
+// workers already inside it. So nested and concurrent calls cannot deadlock,
+// and a call with no free worker runs on its caller alone.
+class Pool {
+ public:
+  static Pool& Get() {
+    static Pool* pool = [] {
+      auto* p = new Pool;  // never destroyed: workers may outlive main()
+      pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().AfterForkInChild(); });
+      return p;
+    }();
+    return *pool;
+  }
+
+  void Run(Job* job, size_t helpers) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      while (workers_ < helpers) {
+        std::thread([this] { Loop(); }).detach();
+        ++workers_;
+      }
+      job->wanted = helpers;
+      queue_.push_back(job);
+    }
+    wake_.notify_all();
+    job->Work();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (job->wanted > 0) queue_.erase(std::find(queue_.begin(), queue_.end(), job));
+    job->wanted = 0;
+    left_.wait(lock, [&] { return job->active == 0; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return !queue_.empty(); });
+      Job* job = queue_.front();
+      if (--job->wanted == 0) queue_.pop_front();
+      ++job->active;
+      lock.unlock();
+      job->Work();
+      lock.lock();
+      if (--job->active == 0) left_.notify_all();
+    }
+  }
+
+  // The child of a fork has none of the workers (and mu_ was locked by the
+  // prepare handler, in this thread).
+  void AfterForkInChild() {
+    workers_ = 0;
+    queue_.clear();
+    mu_.unlock();
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;  // a job was queued
+  std::condition_variable left_;  // a worker left a job
+  std::deque<Job*> queue_;        // jobs that still take workers
+  size_t workers_ = 0;
+};
+
+}  // namespace
 
 void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& fn) {
   if (n == 0) return;
@@ -15,28 +116,13 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, s
     fn(0, n);
     return;
   }
+  Job job;
+  job.fn = &fn;
   // Small chunks balance uneven texts; large enough to keep the atomic cold.
-  const size_t chunk = std::clamp<size_t>(n / (workers * 32), 1, 256);
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::atomic<bool> failed{false};
-  auto work = [&] {
-    try {
-      while (!failed.load(std::memory_order_relaxed)) {
-        const size_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-        if (begin >= n) break;
-        fn(begin, std::min(n, begin + chunk));
-      }
-    } catch (...) {
-      if (!failed.exchange(true)) error = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(workers - 1);
-  for (size_t i = 1; i < workers; ++i) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  job.chunk = std::clamp<size_t>(n / (workers * 32), 1, 256);
+  job.n = n;
+  Pool::Get().Run(&job, workers - 1);
+  if (job.error) std::rethrow_exception(job.error);
 }
 
 }  // namespace neardup

@@ -14,6 +14,10 @@ namespace neardup {
 // order so uneven work balances. Returns when all calls have returned. An
 // exception thrown by fn stops the handing out of chunks and is rethrown
 // here (the first one). threads <= 1 runs fn(0, n) on the caller's thread.
+// The other threads are the workers of a process-wide pool that grows to the
+// largest `threads` asked for and is never shut down; any thread may call
+// this, also from inside fn (a call that finds no free worker runs on its
+// caller alone).
 void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& fn);
 
 // The first p elements of the stable merge of sorted a[0..na) and b[0..nb)
