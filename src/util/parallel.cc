@@ -40,9 +40,9 @@ struct Job {
 // Workers that live as long as the process. Why not a thread per call: a
 // worker's thread_local scratch (the text analysis's buffers, the record
 // filter's) stays warm from one call to the next. With a fresh thread per
-// batch, `dedup --decide join` analyzed 1M short documents 1.41x faster on
-// two threads than on one, against 1.9x for the same work on warm threads
-// (docs/BENCHMARKS.md, eighth session).
+// batch, `dedup --decide join` analyzed 1M short documents only 1.41x faster
+// on two threads than on one; with the pool the whole run went from 1.51x
+// to 1.86x (docs/BENCHMARKS.md, "a pool of workers").
 //
 // A caller never waits for a worker that has not started its job: it works
 // through the chunks itself, withdraws the job, and waits only for the
