@@ -13,6 +13,13 @@
 namespace neardup {
 namespace {
 
+// Set in the child of a fork: there every call runs on its caller alone. The
+// child has none of the workers, and the pool's condition variables still
+// count the parent's waiters (glibc's broadcast would wait for them forever);
+// starting threads after a multi-threaded fork is not allowed under TSan
+// either.
+std::atomic<bool> in_forked_child{false};
+
 // One ParallelFor call: its chunks are taken by the caller and by the pool's
 // workers that join it.
 struct Job {
@@ -53,7 +60,13 @@ class Pool {
   static Pool& Get() {
     static Pool* pool = [] {
       auto* p = new Pool;  // never destroyed: workers may outlive main()
-      pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().AfterForkInChild(); });
+      // The lock keeps a fork from copying the pool mid-change; the child
+      // releases it but never uses the pool.
+      pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); },
+                     [] {
+                       in_forked_child.store(true);
+                       Get().mu_.unlock();
+                     });
       return p;
     }();
     return *pool;
@@ -92,14 +105,6 @@ class Pool {
     }
   }
 
-  // The child of a fork has none of the workers (and mu_ was locked by the
-  // prepare handler, in this thread).
-  void AfterForkInChild() {
-    workers_ = 0;
-    queue_.clear();
-    mu_.unlock();
-  }
-
   std::mutex mu_;
   std::condition_variable wake_;  // a job was queued
   std::condition_variable left_;  // a worker left a job
@@ -112,7 +117,7 @@ class Pool {
 void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& fn) {
   if (n == 0) return;
   const size_t workers = std::min<size_t>(threads <= 1 ? 1 : static_cast<size_t>(threads), n);
-  if (workers <= 1) {
+  if (workers <= 1 || in_forked_child.load(std::memory_order_relaxed)) {
     fn(0, n);
     return;
   }

@@ -17,7 +17,8 @@ namespace neardup {
 // The other threads are the workers of a process-wide pool that grows to the
 // largest `threads` asked for and is never shut down; any thread may call
 // this, also from inside fn (a call that finds no free worker runs on its
-// caller alone).
+// caller alone). In the child of a fork every call runs on its caller alone
+// (a fork from inside fn: the child must exec or _exit).
 void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& fn);
 
 // The first p elements of the stable merge of sorted a[0..na) and b[0..nb)
