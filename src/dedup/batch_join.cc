@@ -43,45 +43,52 @@ uint64_t SignatureHash(const DocSignature& s) {
                               XXH3_64bits(head, sizeof(head)));
 }
 
-// Calls fn(group_begin, group_end) for each run of equal hashes in the
-// sorted by_hash, on all threads: a run belongs to the chunk its start is in.
-template <typename Fn>
-void ForEachHashRun(const std::vector<std::pair<uint64_t, uint32_t>>& by_hash, int threads, Fn fn) {
-  const size_t n = by_hash.size();
-  ParallelFor(n, threads, [&](size_t b, size_t e) {
-    while (b < e && b > 0 && by_hash[b].first == by_hash[b - 1].first) ++b;
-    for (size_t end; b < e; b = end) {
-      for (end = b + 1; end < n && by_hash[end].first == by_hash[b].first; ++end) {
-      }
-      fn(b, end);
+// Calls fn(run_begin, run_end) for each run of equal key(i) in [0, n) that
+// starts in [b, e): a run that starts before b belongs to an earlier range,
+// one that starts before e may end past it. So ranges that cover [0, n)
+// visit every run once, whatever their bounds.
+template <typename Key, typename Fn>
+void ForEachRunStartingIn(size_t b, size_t e, size_t n, Key key, Fn fn) {
+  while (b < e && b > 0 && key(b) == key(b - 1)) ++b;
+  for (size_t end; b < e; b = end) {
+    for (end = b + 1; end < n && key(end) == key(b); ++end) {
     }
-  });
+    fn(b, end);
+  }
 }
+
+// Calls fn(k, from, to) for threads * 4 contiguous ranges [from, to) that
+// cover [0, n) in order, k = 0, 1, ..., on all threads: enough ranges that
+// uneven ones balance, few enough that per-range tables stay small.
+struct Ranges {
+  size_t n, count, size;
+  Ranges(size_t n, int threads) : n(n), count(static_cast<size_t>(std::max(threads, 1)) * 4), size(n / count + 1) {}
+  template <typename Fn>
+  void Each(int threads, Fn fn) const {
+    ParallelFor(count, threads, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) fn(k, std::min(n, k * size), std::min(n, (k + 1) * size));
+    });
+  }
+};
 
 // Numbers the classes in order of their first documents, on all threads:
 // rep[d] is the first document with d's signature and last_doc[r] (for such
 // a first r) the last.
 Status NumberClasses(const std::vector<uint32_t>& rep, const std::vector<uint32_t>& last_doc, int threads,
                      Classes* c) {
-  const size_t n = rep.size();
-  const size_t ranges = static_cast<size_t>(std::max(threads, 1)) * 4, range = n / ranges + 1;
-  std::vector<size_t> base(ranges + 1, 0);  // classes whose first is before range k
-  ParallelFor(ranges, threads, [&](size_t b, size_t e) {
-    for (size_t k = b; k < e; ++k) {
-      for (size_t d = k * range; d < std::min(n, (k + 1) * range); ++d) base[k + 1] += rep[d] == d;
-    }
+  const Ranges ranges(rep.size(), threads);
+  std::vector<size_t> base(ranges.count + 1, 0);  // classes whose first is before range k
+  ranges.Each(threads, [&](size_t k, size_t from, size_t to) {
+    for (size_t d = from; d < to; ++d) base[k + 1] += rep[d] == d;
   });
-  for (size_t k = 0; k < ranges; ++k) base[k + 1] += base[k];
-  if (base[ranges] > kMaxClasses) return Status::InvalidArgument("the join takes fewer than 2^27 distinct documents");
-  c->of.resize(n);
-  c->first.resize(base[ranges]);
-  c->last.resize(base[ranges]);
-  auto each_range = [&](auto fn) {
-    ParallelFor(ranges, threads, [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) fn(k, k * range, std::min(n, (k + 1) * range));
-    });
-  };
-  each_range([&](size_t k, size_t from, size_t to) {
+  for (size_t k = 0; k < ranges.count; ++k) base[k + 1] += base[k];
+  if (base[ranges.count] > kMaxClasses) {
+    return Status::InvalidArgument("the join takes fewer than 2^27 distinct documents");
+  }
+  c->of.resize(rep.size());
+  c->first.resize(base[ranges.count]);
+  c->last.resize(base[ranges.count]);
+  ranges.Each(threads, [&](size_t k, size_t from, size_t to) {
     uint32_t id = static_cast<uint32_t>(base[k]);
     for (size_t d = from; d < to; ++d) {
       if (rep[d] != d) continue;
@@ -91,7 +98,7 @@ Status NumberClasses(const std::vector<uint32_t>& rep, const std::vector<uint32_
     }
   });
   // A later document's first is numbered by now, in whichever range it is.
-  each_range([&](size_t, size_t from, size_t to) {
+  ranges.Each(threads, [&](size_t, size_t from, size_t to) {
     for (size_t d = from; d < to; ++d) {
       if (rep[d] != d) c->of[d] = c->of[rep[d]];
     }
@@ -110,7 +117,8 @@ Status FindClasses(std::span<const DocSignature> sigs, int threads, Classes* c) 
   // cannot merge two classes. A run is in document order (the sort's second
   // key), so last_doc[r] ends at r's class's last document.
   std::vector<uint32_t> rep(n), last_doc(n);
-  ForEachHashRun(by_hash, threads, [&](size_t b, size_t e) {
+  auto hash_at = [&](size_t i) { return by_hash[i].first; };
+  auto classes_of_run = [&](size_t b, size_t e) {
     thread_local std::vector<uint32_t> reps;
     reps.clear();
     for (size_t i = b; i < e; ++i) {
@@ -120,7 +128,8 @@ Status FindClasses(std::span<const DocSignature> sigs, int threads, Classes* c) 
       rep[d] = *same;
       last_doc[*same] = d;
     }
-  });
+  };
+  ParallelFor(n, threads, [&](size_t b, size_t e) { ForEachRunStartingIn(b, e, n, hash_at, classes_of_run); });
   return NumberClasses(rep, last_doc, threads, c);
 }
 
@@ -205,14 +214,11 @@ std::vector<uint64_t> BucketedPostings(const Rule& rule, int threads, std::vecto
     const std::vector<uint32_t>& anchors = rule.Sig(c).sketch.anchors;
     for (uint32_t s = 0; s < anchors.size() && s < kAnchorCount; ++s) fn(uint64_t{anchors[s]} << 32 | uint64_t{c} << 5 | s);
   };
-  const uint32_t ranges = static_cast<uint32_t>(std::max(threads, 1)) * 4, range = n / ranges + 1;
-  std::vector<std::vector<size_t>> pos(ranges, std::vector<size_t>(kBuckets, 0));
+  const Ranges ranges(n, threads);
+  std::vector<std::vector<size_t>> pos(ranges.count, std::vector<size_t>(kBuckets, 0));
   auto each_range = [&](auto fn) {
-    ParallelFor(ranges, threads, [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        const uint32_t from = static_cast<uint32_t>(k) * range;
-        for (uint32_t c = from; c < std::min(n, from + range); ++c) for_each_posting(c, [&](uint64_t p) { fn(k, p); });
-      }
+    ranges.Each(threads, [&](size_t k, size_t from, size_t to) {
+      for (auto c = static_cast<uint32_t>(from); c < to; ++c) for_each_posting(c, [&](uint64_t p) { fn(k, p); });
     });
   };
   each_range([&](size_t k, uint64_t p) { ++pos[k][BucketOf(p)]; });
@@ -220,7 +226,7 @@ std::vector<uint64_t> BucketedPostings(const Rule& rule, int threads, std::vecto
   size_t next = 0;
   for (size_t bucket = 0; bucket < kBuckets; ++bucket) {
     (*at)[bucket] = next;
-    for (size_t k = 0; k < ranges; ++k) next += std::exchange(pos[k][bucket], next);
+    for (size_t k = 0; k < ranges.count; ++k) next += std::exchange(pos[k][bucket], next);
   }
   (*at)[kBuckets] = next;
   std::vector<uint64_t> out(next);
@@ -254,11 +260,7 @@ constexpr size_t kAhead = 16;
 // Calls fn(begin, end) for each run of one anchor in a sorted bucket.
 template <typename Fn>
 void ForEachGroup(const uint64_t* p, size_t n, Fn fn) {
-  for (size_t b = 0, e; b < n; b = e) {
-    for (e = b + 1; e < n && AnchorOf(p[e]) == AnchorOf(p[b]); ++e) {
-    }
-    fn(p + b, p + e);
-  }
+  ForEachRunStartingIn(0, n, n, [&](size_t i) { return AnchorOf(p[i]); }, [&](size_t b, size_t e) { fn(p + b, p + e); });
 }
 
 // Bit s of (*stop)[c]: anchor slot s of class c is a stop key for it, as at
@@ -441,12 +443,10 @@ Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out, s
   ParallelSort(by_fp, threads, std::less<>());
   std::vector<uint64_t> values;
   std::vector<size_t> at;  // value v's classes: by_fp[at[v] .. at[v + 1])
-  for (size_t i = 0; i < by_fp.size(); ++i) {
-    if (i == 0 || by_fp[i].first != by_fp[i - 1].first) {
-      values.push_back(by_fp[i].first);
-      at.push_back(i);
-    }
-  }
+  ForEachRunStartingIn(0, by_fp.size(), by_fp.size(), [&](size_t i) { return by_fp[i].first; }, [&](size_t b, size_t) {
+    values.push_back(by_fp[b].first);
+    at.push_back(b);
+  });
   at.push_back(by_fp.size());
   group->assign(rule.classes.size(), kNoGroup);
   for (size_t v = 0; v + 1 < at.size(); ++v) {
