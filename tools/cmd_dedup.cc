@@ -378,7 +378,7 @@ class DedupRun {
     // per million documents on the serial path. A static keeps them
     // reachable, so no leak checker reports them; volatile, so the compiler
     // keeps a store that nothing reads (it did not: LeakSanitizer failed CI).
-    static Precomputed* volatile left_to_exit = nullptr;
+    [[maybe_unused]] static Precomputed* volatile left_to_exit = nullptr;
     if (precomputed_) left_to_exit = precomputed_.release();
     if (progress_shown_ && StderrIsTerminal()) std::fputs("\r\033[K", stderr);
     if (clusters_file_) clusters_.Write(clusters_file_.get(), kept_ids_);
