@@ -845,6 +845,79 @@ TEST_F(CliTest, TwoOutputsOfOnePathAreRefused) {
   EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("y{shard}") + " --output-shards 2 -d " + Path("y00001")), 2);
 }
 
+// Regression (issue 17, adversarial test, 2026-11-29): (1) `-i - < f -o f`
+// truncated f before reading it: 0 documents, exit 0 (f emptied). (2) `-o -`
+// beside `-d /dev/stdout` wrote one file from two descriptors, each over the
+// other's lines, exit 0. Both now refused before any output is opened;
+// /dev/null beside standard output stays allowed.
+TEST_F(CliTest, OutputsThatAreTheInputOrEachOtherThroughStandardStreamsAreRefused) {
+  const std::string self = Path("self.jsonl");
+  WriteFile(self, ReadFile(kSample));
+  EXPECT_EQ(Run("dedup -q -i - -o " + self, self), 2);
+  EXPECT_NE(err_.find("refusing to overwrite the input file on standard input"), std::string::npos) << err_;
+  EXPECT_EQ(ReadFile(self), ReadFile(kSample));
+  EXPECT_EQ(Run("dedup -q -i " + kSample + " -o - -d /dev/stdout"), 2);  // stdout is a file here
+  EXPECT_NE(err_.find("two outputs name one file"), std::string::npos) << err_;
+  EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("k") + " -d - --stats-json /proc/self/fd/1"), 2);
+  EXPECT_EQ(Run("dedup -q -i " + kSample + " -o - -d /dev/null"), 0);
+  EXPECT_EQ(Run("dedup -q -i - -o " + Path("k2"), kSample), 0);  // stdin a file, not an output
+}
+
+// Regression (issue 17, adversarial test, 2026-11-29): CLI11 read "-1" and
+// numbers past 2^64 - 1 into unsigned options as 2^64 - 1, a silent "no
+// limit" (exit 0); an empty --annotate meant no --annotate, so a script's
+// empty variable dropped every duplicate from --output (exit 0). All exit 2.
+TEST_F(CliTest, NegativeOverflowingAndEmptyValuesAreUsageErrors) {
+  const std::string run = "dedup -q -i " + kSample + " -o " + Path("k");
+  for (const std::string flag : {"--memory-limit -1", "--memory-limit 99999999999999999999", "--memory-limit -5M",
+                                 "--memory-limit ' -1G'", "--max-bad-lines -1", "--max-text-bytes -1",
+                                 "--max-text-bytes 18446744073709551616", "--annotate ''", "-d ''",
+                                 "--save-index ''", "--checkpoint ''", "--clusters ''"}) {
+    EXPECT_EQ(Run(run + " " + flag), 2) << flag;
+    EXPECT_TRUE(err_.find("negative") != std::string::npos || err_.find("too large") != std::string::npos ||
+                err_.find("must not be empty") != std::string::npos)
+        << flag << ": " << err_;
+  }
+  EXPECT_EQ(Run(run + " --memory-limit 0x10000000 --max-bad-lines 0 --max-text-bytes 18446744073709551615"), 0) << err_;
+  EXPECT_EQ(Run(run + " --id-field ''"), 0) << err_;  // documented: the line number
+  EXPECT_EQ(Run("stage filter -i " + kSample + " --decisions x -o " + Path("f") + " --annotate ''"), 2);
+}
+
+// Regression (issue 17, adversarial test, 2026-11-29): an output inside an
+// --input directory was accepted, and the same command run again (the
+// resume of a --checkpoint run) then read it as an input and refused,
+// blaming an unchanged file. Such outputs, and those a pattern matches,
+// are refused at the first run; a resume whose directory gained a file
+// names what changed.
+TEST_F(CliTest, OutputsWhereAnInputDirectoryOrPatternFindsFilesAreRefused) {
+  std::filesystem::create_directories(Path("corpus/sub"));
+  WriteFile(Path("corpus/part.00"), ReadFile(kSample));
+  const std::string in = " -i " + Path("corpus");
+  for (const std::string& args : {in + " -o " + Path("corpus/kept.jsonl"), in + " -o " + Path("corpus/sub/k.jsonl"),
+                                   in + " -o " + Path("k") + " --checkpoint " + Path("corpus/ck"),
+                                   in + " -o " + Path("k") + " --save-index " + Path("corpus") + "/../corpus/idx",
+                                   " -i '" + Path("corpus") + "/*.00' -o " + Path("corpus/z.00"),
+                                   " -i '" + Path("") + "/corp*' -o " + Path("corpus/sub/k.jsonl")}) {
+    EXPECT_EQ(Run("dedup -q" + args), 2) << args;
+    EXPECT_TRUE(err_.find("inside the --input directory") != std::string::npos ||
+                err_.find("matches the --input pattern") != std::string::npos)
+        << args << ": " << err_;
+  }
+  EXPECT_FALSE(std::filesystem::exists(Path("corpus/kept.jsonl")));
+  EXPECT_EQ(Run("dedup -q -i '" + Path("corpus") + "/*.00' -o " + Path("corpus/z.jsonl")), 0) << err_;
+  // A file added to an input directory before a resume is named as such.
+  std::filesystem::remove(Path("corpus/z.jsonl"));
+  WriteFile(Path("corpus/part.01"), ReadFile(kSample).substr(0, 20000));
+  const std::string args = "dedup -q" + in + " -o " + Path("out.jsonl") + " --batch-size 300 --checkpoint " + Path("ck");
+  const std::string crash = "NEARDUP_DEDUP_CRASH_AFTER_BATCHES=18 '" + kCli + "' " + args + " 2>/dev/null";
+  ASSERT_EQ(WEXITSTATUS(std::system(crash.c_str())), 137);
+  ASSERT_TRUE(std::filesystem::exists(Path("ck/state.json")));
+  WriteFile(Path("corpus/part.0"), "{\"id\": \"x\", \"text\": \"new\"}\n");  // sorts first
+  EXPECT_EQ(Run(args), 2);
+  EXPECT_NE(err_.find("the inputs are not the files the run read: input 1 was"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("part.0\""), std::string::npos) << err_;
+}
+
 // Regression (an adversarial test): outputs that write over what the run
 // reads or keeps were accepted, exit 0. Several outputs to standard output
 // mixed their record kinds; an output inside a --load-index directory

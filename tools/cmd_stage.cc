@@ -1805,7 +1805,8 @@ void AddMemoryLimitFlags(CLI::App* cmd, size_t* limit, std::string* spill_dir) {
                   "documents, the later documents' best matches spilled to --spill-dir. Decisions as without it "
                   "except where an anchor is a stop key in one but not the other (docs/SCALING.md). 0 (the "
                   "default): no bound")
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(CLI::AsSizeValue(false))
+      ->transform(UnsignedText());  // a transform runs before those added earlier
   cmd->add_option("--spill-dir", *spill_dir,
                   "Directory for --memory-limit's spill files (unnamed: gone when the run ends); default the "
                   "system's temporary directory. With dedup --checkpoint DIR they are in DIR instead")

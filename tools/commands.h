@@ -4,11 +4,13 @@
 #ifndef NEARDUP_TOOLS_COMMANDS_H_
 #define NEARDUP_TOOLS_COMMANDS_H_
 
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "input_files.h"
 #include "io/input_stream.h"
 #include "io/jsonl.h"
 #include "io/output_file.h"
@@ -205,6 +208,42 @@ struct InputFlags {
 
 // `input_help` describes --input; with_id adds --id-field; many lets --input
 // repeat (f->inputs; tools/input_files.h says what each may name).
+// For an unsigned option: CLI11 reads "-1" as 2^64 - 1 and a number past it
+// as 2^64 - 1, both a silent "no limit"; refused here instead (exit 2). Run
+// before a size transform (CLI::AsSizeValue), on the text as given.
+inline CLI::Validator UnsignedText() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const size_t at = text.find_first_not_of(" \t");
+        if (at == std::string::npos) return "";
+        if (text[at] == '-') return "must not be negative: " + text;
+        const bool hex = text.compare(at, 2, "0x") == 0 || text.compare(at, 2, "0X") == 0;
+        const char* first = text.data() + at + (hex ? 2 : 0);
+        uint64_t value = 0;
+        if (std::from_chars(first, text.data() + text.size(), value, hex ? 16 : 10).ec == std::errc::result_out_of_range) {
+          return "too large: " + text;
+        }
+        return "";
+      },
+      "", "unsigned");
+}
+
+// Every option of `app`'s commands that takes a value refuses an empty one
+// (exit 2), except --id-field ('' = the line number): an empty path or field
+// name would otherwise mean "not given", and a script's unset variable
+// (`--annotate "$FIELD"`, `--save-index "$DIR"`) would silently drop what
+// it asked for.
+inline void RefuseEmptyValues(CLI::App* app) {
+  for (CLI::App* cmd : app->get_subcommands({})) {
+    for (CLI::Option* o : cmd->get_options()) {
+      if (o->get_items_expected_min() == 0 || o->check_lname("id-field")) continue;
+      o->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
+                              "", "non-empty"));
+    }
+    RefuseEmptyValues(cmd);
+  }
+}
+
 inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input_help, bool required,
                           bool with_id, bool many = false) {
   auto* in = many ? cmd->add_option("-i,--input", f->inputs,
@@ -231,11 +270,13 @@ inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input
   cmd->add_option("--max-bad-lines", f->max_bad_lines,
                   "Stop with exit code 4 at the bad line after this many (0 = no limit); a run where "
                   "every line is bad also exits 4")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(UnsignedText());
   cmd->add_option("--max-text-bytes", f->max_text_bytes,
                   "Analyze at most this many bytes of each text (cut at a UTF-8 boundary; "
                   "0 = no limit); outputs still copy the whole line")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(UnsignedText());
 }
 
 // `id_source`: in a run of several inputs, the input's name as given, which
@@ -283,19 +324,31 @@ inline Result<std::unique_ptr<InputStream>> OpenInput(const std::string& path) {
   return InputStream::Open(path);
 }
 
-// True if both paths name the same existing file (never for '-').
-inline bool SameFile(const std::string& a, const std::string& b) {
-  if (a == "-" || b == "-" || a.empty() || b.empty()) return false;
+// The file `path` names, for the checks below: '-' is the standard stream
+// `dash_fd` (0 for an input, 1 for an output), so `-i - < f -o f` and
+// `-o - -d /dev/stdout` are seen as one file named twice.
+inline bool StatOf(const std::string& path, int dash_fd, struct stat* st) {
+  if (path.empty()) return false;
+  return path == "-" ? ::fstat(dash_fd, st) == 0 : ::stat(path.c_str(), st) == 0;
+}
+
+// True if both paths name the same existing file. Through '-' only a
+// regular file or a pipe counts: a terminal or /dev/null shared by standard
+// output and another name loses nothing.
+inline bool SameFile(const std::string& a, int a_dash_fd, const std::string& b, int b_dash_fd) {
   struct stat sa, sb;
-  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (!StatOf(a, a_dash_fd, &sa) || !StatOf(b, b_dash_fd, &sb)) return false;
+  if (sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino) return false;
+  return (a != "-" && b != "-") || S_ISREG(sa.st_mode) || S_ISFIFO(sa.st_mode);
 }
 
 // kInvalidArgument if an output would overwrite the input (opening it for
-// writing would truncate the data before it is read).
+// writing would truncate the data before it is read), also through '-'.
 inline Status CheckNotInput(const std::string& input, const std::string& output) {
-  if (SameFile(input, output)) {
-    return Status::InvalidArgument("refusing to overwrite the input file " + input + " with an output");
+  if (SameFile(input, STDIN_FILENO, output, STDOUT_FILENO)) {
+    return Status::InvalidArgument("refusing to overwrite the input file " +
+                                   (input == "-" ? std::string("on standard input") : input) + " with an output" +
+                                   (output == "-" ? " on standard output" : " (" + output + ")"));
   }
   return Status::OK();
 }
@@ -314,12 +367,15 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
     return (ec ? std::filesystem::path(p) : abs).lexically_normal();
   };
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].empty() || outputs[i] == "-") continue;
+    if (outputs[i].empty()) continue;
     for (size_t j = i + 1; j < outputs.size(); ++j) {
-      if (outputs[j].empty() || outputs[j] == "-") continue;
-      if (normal(outputs[i]) == normal(outputs[j]) || SameFile(outputs[i], outputs[j])) {
-        return Status::InvalidArgument("two outputs name one file: " + outputs[i] +
-                                       (outputs[i] == outputs[j] ? "" : " and " + outputs[j]));
+      if (outputs[j].empty()) continue;
+      const bool dash = outputs[i] == "-" || outputs[j] == "-";
+      if ((!dash && normal(outputs[i]) == normal(outputs[j])) ||
+          SameFile(outputs[i], STDOUT_FILENO, outputs[j], STDOUT_FILENO)) {
+        auto name = [](const std::string& p) { return p == "-" ? std::string("standard output ('-')") : p; };
+        return Status::InvalidArgument("two outputs name one file: " + name(outputs[i]) +
+                                       (outputs[i] == outputs[j] ? "" : " and " + name(outputs[j])));
       }
     }
   }
@@ -343,6 +399,33 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
       if (end == d.end() && at != o.end()) {
         return Status::InvalidArgument("output " + out + " is inside the " + flag + " directory " + dir +
                                        ", whose files the run reads or writes; write it elsewhere");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// kInvalidArgument if an output (a file or a directory the run writes) lies
+// where an --input directory or pattern finds files: the same command run
+// again, such as the resume of a --checkpoint run, would read it as an
+// input (and refuse to go on, or read this run's output).
+inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (in == "-" || in.empty()) continue;
+    if (std::filesystem::is_directory(in, ec)) {
+      NEARDUP_RETURN_IF_ERROR(CheckOutputsOutside(outputs, {{"--input", in}}));
+      continue;
+    }
+    if (std::filesystem::exists(in, ec) || !input_files_internal::IsPattern(in)) continue;
+    const std::string pattern = std::filesystem::absolute(in, ec).lexically_normal().string();
+    for (const std::string& out : outputs) {
+      if (out.empty() || out == "-") continue;
+      const std::string o = std::filesystem::absolute(out, ec).lexically_normal().string();
+      // FNM_LEADING_DIR: also inside a directory the pattern matches.
+      if (::fnmatch(pattern.c_str(), o.c_str(), FNM_PATHNAME | FNM_PERIOD | FNM_LEADING_DIR) == 0) {
+        return Status::InvalidArgument("output " + out + " matches the --input pattern " + in +
+                                       ": the same command run again would read it as an input; write it elsewhere");
       }
     }
   }

@@ -111,10 +111,16 @@ class CheckpointFiles {
     const nlohmann::json now = Inputs(inputs);
     const size_t done = state["files_done"].get<size_t>();
     for (size_t i = 0; i < done; ++i) {
-      if (i >= now.size() || state["inputs"][i] != now[i]) {
-        return Status::InvalidArgument("--checkpoint " + dir_ + ": input " + state["inputs"][i]["path"].dump() +
-                                       " changed since it was read; remove the checkpoint to start afresh");
-      }
+      const nlohmann::json& was = state["inputs"][i];
+      if (i < now.size() && was == now[i]) continue;
+      // Another file in its place: one added to (or removed from) an input
+      // directory or pattern, which names a file other than the changed one.
+      const std::string what = i < now.size() && was["path"] != now[i]["path"]
+                                   ? "the inputs are not the files the run read: input " + std::to_string(i + 1) +
+                                         " was " + was["path"].dump() + ", now " + now[i]["path"].dump()
+                               : i < now.size() ? "input " + was["path"].dump() + " changed since it was read"
+                                                : "input " + was["path"].dump() + " is no longer given";
+      return Status::InvalidArgument("--checkpoint " + dir_ + ": " + what + "; remove the checkpoint to start afresh");
     }
     return std::optional<nlohmann::json>(std::move(state));
   }

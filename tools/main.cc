@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("version", "Print the version and exit")->callback([&] {
     std::printf("%s\n", version.c_str());
   });
+  RefuseEmptyValues(&app);
 
   try {
     app.parse(argc, argv);
