@@ -9,6 +9,10 @@
 #include "neardup/dedup/exact_stream.h"
 #include "neardup/dedup/minhash_lsh.h"
 #include "neardup/text/shingles.h"
+#include "text/normalize.h"
+#include "text/shingle_hash.h"
+
+#include <unicode/uchar.h>
 
 namespace neardup {
 namespace {
@@ -47,6 +51,33 @@ TEST(Shingles, NGramsOfCodePointsAndTheWholeShortText) {
   EXPECT_NE(Set("ab"), Set("abc"));           // the whole-text shingle is not a 3-gram
   EXPECT_EQ(Set("Hello World"), Set("hello   world"));
   EXPECT_NE(Set("hello, world"), Set("hello world"));  // punctuation counts
+}
+
+// The similarity text's white space test without ICU is ICU's, everywhere.
+TEST(SimilarityText, NonAsciiWhiteSpaceIsIcusForEveryCodePoint) {
+  int spaces = 0;
+  for (uint32_t c = 0x80; c <= 0x10FFFF; ++c) {
+    const bool icu = u_isUWhiteSpace(static_cast<UChar32>(c));
+    ASSERT_EQ(internal::IsNonAsciiWhiteSpace(c), icu) << std::hex << c;
+    spaces += icu;
+  }
+  EXPECT_EQ(spaces, 19);  // the set the fast test names
+  EXPECT_FALSE(internal::IsNonAsciiWhiteSpace(0x110000));
+}
+
+// The n-gram loop's fixed sizes hash as ShingleHash does, for every size.
+TEST(Shingles, TopHashesOfEverySizeAreShingleHashsTopBits) {
+  std::vector<uint32_t> cps;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 64; ++i) cps.push_back(rng() % 0x30000);
+  for (size_t n = kMinShingleSize; n <= kMaxShingleSize; ++n) {
+    const size_t count = cps.size() - n + 1;
+    std::vector<uint32_t> top(count);
+    internal::TopShingleHashes(cps.data(), n, count, top.data());
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(top[i], static_cast<uint32_t>(ShingleHash(cps.data() + i, n) >> 32)) << n << " " << i;
+    }
+  }
 }
 
 TEST(Shingles, JaccardOfKnownPairs) {

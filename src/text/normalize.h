@@ -29,6 +29,10 @@ inline uint8_t CharClassWith(const uint8_t* bmp, int32_t c) {
   return (c >= 0 && c < 0x10000) ? bmp[c] : CharClass(c);
 }
 
+// Whether a code point of U+0080 and above has Unicode's White_Space
+// property (what ICU's u_isUWhiteSpace says; the similarity text's step 2).
+bool IsNonAsciiWhiteSpace(uint32_t c);
+
 struct NormalizeStats {
   size_t invalid_utf8 = 0;  // ill-formed sequences replaced by U+FFFD
   size_t num_chars = 0;     // code points in the output

@@ -1,10 +1,9 @@
 #include "neardup/text/shingles.h"
 
-#include <unicode/uchar.h>
-
 #include <algorithm>
 
 #include "text/normalize.h"
+#include "text/shingle_hash.h"
 #include "util/hash.h"
 #include "util/utf8.h"
 
@@ -21,7 +20,22 @@ bool IsAscii(std::string_view s) {
 // ASCII White_Space: TAB, LF, VT, FF, CR, space (U+001C..U+001F are not).
 bool IsAsciiSpace(uint32_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
 
-bool IsSpace(uint32_t c) { return c < 0x80 ? IsAsciiSpace(c) : u_isUWhiteSpace(static_cast<UChar32>(c)); }
+}  // namespace
+
+// Unicode's White_Space outside ASCII: U+0085, U+00A0, U+1680, U+2000..U+200A,
+// U+2028, U+2029, U+202F, U+205F, U+3000 (PropList.txt; the same set since
+// Unicode 6.3, checked against ICU's u_isUWhiteSpace for every code point by
+// a test). Most code points of a CJK text are above U+3000: one compare, not
+// an ICU property lookup each (1 % of a short text's analysis).
+bool internal::IsNonAsciiWhiteSpace(uint32_t c) {
+  if (c >= 0x3000 || c < 0x85) return c == 0x3000;
+  if (c < 0x2000) return c == 0x85 || c == 0xA0 || c == 0x1680;
+  return c <= 0x200A || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F;
+}
+
+namespace {
+
+bool IsSpace(uint32_t c) { return c < 0x80 ? IsAsciiSpace(c) : internal::IsNonAsciiWhiteSpace(c); }
 
 // Step 2 over code points, in place.
 void CollapseSpaces(std::vector<uint32_t>* cps) {
@@ -85,13 +99,7 @@ std::string SimilarityText(std::string_view utf8) {
   return out;
 }
 
-uint64_t ShingleHash(const uint32_t* cps, size_t n) {
-  // The length goes in first, so a short whole-text shingle never equals an
-  // n-gram of another size.
-  uint64_t h = 0x6A09E667F3BCC909ULL ^ n;
-  for (size_t i = 0; i < n; ++i) h = (h ^ cps[i]) * 0x9E3779B97F4A7C15ULL;
-  return Murmur3Fmix64(h);
-}
+uint64_t ShingleHash(const uint32_t* cps, size_t n) { return internal::ShingleHashInline(cps, n); }
 
 void ShingleHashes(const std::vector<uint32_t>& cps, int n, std::vector<uint64_t>* out) {
   out->clear();

@@ -9,6 +9,7 @@
 #endif
 
 #include "neardup/text/shingles.h"
+#include "text/shingle_hash.h"
 #include "util/hash.h"
 #include "util/utf8.h"
 
@@ -220,9 +221,7 @@ void ComputeSketch(std::string_view text, int n, ShingleSketch* out, const std::
     values.push_back(static_cast<uint32_t>(ShingleHash(cps.data(), cps.size()) >> 32));
   } else {
     values.resize(cps.size() - len + 1);
-    for (size_t i = 0; i < values.size(); ++i) {
-      values[i] = static_cast<uint32_t>(ShingleHash(cps.data() + i, len) >> 32);
-    }
+    internal::TopShingleHashes(cps.data(), len, values.size(), values.data());
   }
   SmallestDistinct(values, kSketchSize, &out->mins);
   const size_t distinct = out->mins.size() < kSketchSize ? out->mins.size() : CountDistinct(values);
