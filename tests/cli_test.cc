@@ -883,30 +883,34 @@ TEST_F(CliTest, NegativeOverflowingAndEmptyValuesAreUsageErrors) {
   EXPECT_EQ(Run("stage filter -i " + kSample + " --decisions x -o " + Path("f") + " --annotate ''"), 2);
 }
 
-// Regression (issue 17, adversarial test, 2026-11-29): an output inside an
-// --input directory was accepted, and the same command run again (the
-// resume of a --checkpoint run) then read it as an input and refused,
-// blaming an unchanged file. Such outputs, and those a pattern matches,
-// are refused at the first run; a resume whose directory gained a file
-// names what changed.
+// Regression (issue 17, adversarial test, 2026-11-29): a --checkpoint run
+// with an output inside an --input directory was accepted, and its resume
+// then read the output as an input and refused, blaming an unchanged file.
+// Such outputs, and those a pattern matches, are refused at the first run
+// of a resumable run (a run without --checkpoint may write there: it lists
+// the inputs once); a resume whose directory gained a file names what
+// changed.
 TEST_F(CliTest, OutputsWhereAnInputDirectoryOrPatternFindsFilesAreRefused) {
   std::filesystem::create_directories(Path("corpus/sub"));
   WriteFile(Path("corpus/part.00"), ReadFile(kSample));
-  const std::string in = " -i " + Path("corpus");
-  for (const std::string& args : {in + " -o " + Path("corpus/kept.jsonl"), in + " -o " + Path("corpus/sub/k.jsonl"),
+  const std::string in = " -i " + Path("corpus"), ck = " --checkpoint " + Path("ck0");
+  for (const std::string& args : {in + " -o " + Path("corpus/kept.jsonl") + ck,
+                                   in + " -o " + Path("corpus/sub/k.jsonl") + ck,
                                    in + " -o " + Path("k") + " --checkpoint " + Path("corpus/ck"),
-                                   in + " -o " + Path("k") + " --save-index " + Path("corpus") + "/../corpus/idx",
-                                   " -i '" + Path("corpus") + "/*.00' -o " + Path("corpus/z.00"),
-                                   " -i '" + Path("") + "/corp*' -o " + Path("corpus/sub/k.jsonl")}) {
+                                   in + " -o " + Path("k") + ck + " --save-index " + Path("corpus") + "/../corpus/idx",
+                                   " -i '" + Path("corpus") + "/*.00' -o " + Path("corpus/z.00") + ck,
+                                   " -i '" + Path("") + "/corp*' -o " + Path("corpus/sub/k.jsonl") + ck}) {
     EXPECT_EQ(Run("dedup -q" + args), 2) << args;
     EXPECT_TRUE(err_.find("inside the --input directory") != std::string::npos ||
                 err_.find("matches the --input pattern") != std::string::npos)
         << args << ": " << err_;
   }
   EXPECT_FALSE(std::filesystem::exists(Path("corpus/kept.jsonl")));
-  EXPECT_EQ(Run("dedup -q -i '" + Path("corpus") + "/*.00' -o " + Path("corpus/z.jsonl")), 0) << err_;
+  EXPECT_EQ(Run("dedup -q -i '" + Path("corpus") + "/*.00' -o " + Path("corpus/z.jsonl") + ck), 0) << err_;
+  EXPECT_EQ(Run("dedup -q" + in + " -o " + Path("corpus/sub/k.jsonl")), 0) << err_;  // not resumable: allowed
   // A file added to an input directory before a resume is named as such.
   std::filesystem::remove(Path("corpus/z.jsonl"));
+  std::filesystem::remove(Path("corpus/sub/k.jsonl"));
   WriteFile(Path("corpus/part.01"), ReadFile(kSample).substr(0, 20000));
   const std::string args = "dedup -q" + in + " -o " + Path("out.jsonl") + " --batch-size 300 --checkpoint " + Path("ck");
   const std::string crash = "NEARDUP_DEDUP_CRASH_AFTER_BATCHES=18 '" + kCli + "' " + args + " 2>/dev/null";

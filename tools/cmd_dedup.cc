@@ -783,9 +783,11 @@ int RunDedup(const DedupFlags& f) {
   std::vector<std::pair<std::string, std::string>> dirs{{"--save-index", f.save_index}, {"--checkpoint", f.checkpoint}};
   for (const std::string& dir : f.load_index) dirs.emplace_back("--load-index", dir);
   if (Status st = CheckOutputsOutside(outputs, dirs); !st.ok()) return Fail(st);
-  std::vector<std::string> written = outputs;
-  written.insert(written.end(), {f.save_index, f.checkpoint});
-  if (Status st = CheckOutputsNotInputs(written, f.in.inputs); !st.ok()) return Fail(st);
+  if (!f.checkpoint.empty()) {  // a resume lists the inputs again: it would find the outputs among them
+    std::vector<std::string> written = outputs;
+    written.insert(written.end(), {f.save_index, f.checkpoint});
+    if (Status st = CheckOutputsNotInputs(written, f.in.inputs); !st.ok()) return Fail(st);
+  }
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }

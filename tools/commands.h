@@ -406,9 +406,9 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
 }
 
 // kInvalidArgument if an output (a file or a directory the run writes) lies
-// where an --input directory or pattern finds files: the same command run
-// again, such as the resume of a --checkpoint run, would read it as an
-// input (and refuse to go on, or read this run's output).
+// where an --input directory or pattern finds files: the resume of a
+// --checkpoint run, which lists the inputs again, would read it as an input
+// (and refuse to go on, or read this run's output).
 inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
   for (const std::string& in : inputs) {
     std::error_code ec;
@@ -425,7 +425,7 @@ inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, con
       // FNM_LEADING_DIR: also inside a directory the pattern matches.
       if (::fnmatch(pattern.c_str(), o.c_str(), FNM_PATHNAME | FNM_PERIOD | FNM_LEADING_DIR) == 0) {
         return Status::InvalidArgument("output " + out + " matches the --input pattern " + in +
-                                       ": the same command run again would read it as an input; write it elsewhere");
+                                       ": a resume would read it as an input; write it elsewhere");
       }
     }
   }
