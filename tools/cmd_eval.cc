@@ -428,6 +428,10 @@ Status WriteJson(const std::string& path, const nlohmann::json& j) {
 }
 
 int RunEval(const EvalFlags& f) {
+  for (const std::string* out : {&f.errors_out, &f.json_out}) {
+    if (Status st = CheckNotInput(f.input, *out); !st.ok()) return Fail(st);
+  }
+  if (Status st = CheckDistinctOutputs({f.errors_out, f.json_out}); !st.ok()) return Fail(st);
   std::vector<Doc> docs;
   Status st = ReadDocs(f, &docs);
   if (!st.ok()) return Fail(st, ErrorSource::kInputData);

@@ -53,6 +53,7 @@ Status ReadFingerprints(std::istream& in, Fingerprints* out) {
 }
 
 int RunPairs(const PairsFlags& f) {
+  if (Status st = CheckNotInput(f.input, f.output); !st.ok()) return Fail(st);
   std::ifstream file;
   if (f.input != "-") {
     file.open(f.input);

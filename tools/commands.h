@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 #include <string>
@@ -214,9 +216,11 @@ struct InputFlags {
 inline CLI::Validator UnsignedText() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        const size_t at = text.find_first_not_of(" \t");
-        if (at == std::string::npos) return "";
-        if (text[at] == '-') return "must not be negative: " + text;
+        // As CLI11's strtoull reads it: any white space, then one sign.
+        size_t at = 0;
+        while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+        if (at < text.size() && text[at] == '-') return "must not be negative: " + text;
+        if (at < text.size() && text[at] == '+') ++at;
         const bool hex = text.compare(at, 2, "0x") == 0 || text.compare(at, 2, "0X") == 0;
         const char* first = text.data() + at + (hex ? 2 : 0);
         uint64_t value = 0;
@@ -371,6 +375,8 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {
       if (outputs[j].empty()) continue;
       const bool dash = outputs[i] == "-" || outputs[j] == "-";
+      struct stat st;  // a device such as /dev/null may take both
+      if (StatOf(outputs[i], STDOUT_FILENO, &st) && S_ISCHR(st.st_mode)) continue;
       if ((!dash && normal(outputs[i]) == normal(outputs[j])) ||
           SameFile(outputs[i], STDOUT_FILENO, outputs[j], STDOUT_FILENO)) {
         auto name = [](const std::string& p) { return p == "-" ? std::string("standard output ('-')") : p; };
@@ -410,22 +416,50 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
 // --checkpoint run, which lists the inputs again, would read it as an input
 // (and refuse to go on, or read this run's output).
 inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
-  for (const std::string& in : inputs) {
-    std::error_code ec;
-    if (in == "-" || in.empty()) continue;
-    if (std::filesystem::is_directory(in, ec)) {
-      NEARDUP_RETURN_IF_ERROR(CheckOutputsOutside(outputs, {{"--input", in}}));
-      continue;
-    }
-    if (std::filesystem::exists(in, ec) || !input_files_internal::IsPattern(in)) continue;
-    const std::string pattern = std::filesystem::absolute(in, ec).lexically_normal().string();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto canonical = [&](const std::string& p) { return fs::weakly_canonical(p, ec).lexically_normal(); };
+  // The components of `out` below `dir` (nullopt if it is not there); none
+  // hidden, as a directory's listing skips dot names.
+  auto below = [](fs::path dir, const fs::path& out) -> std::optional<fs::path> {
+    if (!dir.has_filename()) dir = dir.parent_path();  // "x/"
+    auto [d, o] = std::mismatch(dir.begin(), dir.end(), out.begin(), out.end());
+    if (d != dir.end()) return std::nullopt;
+    fs::path rest;
+    for (; o != out.end(); ++o) rest /= *o;
+    return rest;
+  };
+  auto hidden = [](auto from, auto to) {
+    return std::any_of(from, to, [](const fs::path& c) { return !c.empty() && c.string()[0] == '.'; });
+  };
+  for (const std::string& given : inputs) {
+    if (given == "-" || given.empty()) continue;
+    std::string in = given;
+    const bool dir = fs::is_directory(in, ec);
+    if (!dir && (fs::exists(in, ec) || !input_files_internal::IsPattern(in))) continue;
+    while (in.size() > 1 && in.back() == '/') in.pop_back();
+    // A pattern: its fixed directory part resolved as the output is
+    // (symlinks), its glob part matched on the output's components below.
+    const size_t meta = in.find_first_of("*?["), slash = dir ? std::string::npos : in.rfind('/', meta);
+    const fs::path base = canonical(dir ? in : slash == std::string::npos ? "." : in.substr(0, slash + 1));
+    const std::string glob = dir ? "" : in.substr(slash == std::string::npos ? 0 : slash + 1);
+    const auto glob_depth = std::distance(fs::path(glob).begin(), fs::path(glob).end());
     for (const std::string& out : outputs) {
       if (out.empty() || out == "-") continue;
-      const std::string o = std::filesystem::absolute(out, ec).lexically_normal().string();
-      // FNM_LEADING_DIR: also inside a directory the pattern matches.
-      if (::fnmatch(pattern.c_str(), o.c_str(), FNM_PATHNAME | FNM_PERIOD | FNM_LEADING_DIR) == 0) {
-        return Status::InvalidArgument("output " + out + " matches the --input pattern " + in +
-                                       ": a resume would read it as an input; write it elsewhere");
+      const std::optional<fs::path> rest = below(base, canonical(out));
+      if (!rest) continue;
+      bool found = false;
+      if (dir) {
+        found = !hidden(rest->begin(), rest->end());  // also the directory itself
+      } else if (::fnmatch(glob.c_str(), rest->c_str(), FNM_PATHNAME | FNM_PERIOD | FNM_LEADING_DIR) == 0) {
+        // FNM_LEADING_DIR: also inside a directory the pattern matches.
+        auto past = rest->begin();
+        for (auto k = glob_depth; k > 0 && past != rest->end(); --k) ++past;
+        found = !hidden(past, rest->end());
+      }
+      if (found) {
+        return Status::InvalidArgument("output " + out + " is where the --input " + (dir ? "directory " : "pattern ") +
+                                       given + " finds files: a resume would read it as an input; write it elsewhere");
       }
     }
   }

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   AddServeCommand(app, &exit_code);
   AddPgImportCommand(app, &exit_code);
+  RefuseEmptyValues(&app);  // `--api-keys "$UNSET"` must not start an open server
   // "pg-import ..." names its command; anything else is serve's arguments.
   const bool import = argc >= 2 && std::string(argv[1]) == "pg-import";
   std::vector<std::string> args;
