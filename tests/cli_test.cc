@@ -916,7 +916,9 @@ TEST_F(CliTest, OutputsWhereAnInputDirectoryOrPatternFindsFilesAreRefused) {
                                    in + " -o " + Path("k") + " --checkpoint " + Path("corpus") + "/",
                                    " -i '" + Path("link") + "/*.00' -o " + Path("corpus/z.00") + ck,
                                    " -i '" + Path("corpus") + "/*.00' -o " + Path("link/z.00") + ck,
-                                   " -i '" + Path("cor*") + "/' -o " + Path("corpus/sub/k.jsonl") + ck}) {
+                                   " -i '" + Path("cor*") + "/' -o " + Path("corpus/sub/k.jsonl") + ck,
+                                   // The final review: the pattern's own directory as the checkpoint.
+                                   " -i '" + Path("corpus") + "/*.00' -o " + Path("k") + " --checkpoint " + Path("corpus")}) {
     EXPECT_EQ(Run("dedup -q" + args), 2) << args;
     EXPECT_NE(err_.find("finds files: a resume would read it"), std::string::npos) << args << ": " << err_;
   }
@@ -926,6 +928,16 @@ TEST_F(CliTest, OutputsWhereAnInputDirectoryOrPatternFindsFilesAreRefused) {
   // A hidden directory is not listed: a checkpoint there is not read back.
   EXPECT_EQ(Run("dedup -q" + in + " -o " + Path("k3") + " --checkpoint " + Path("corpus/.ck")), 0) << err_;
   EXPECT_EQ(Run("dedup -q -i '" + Path("corp*") + "' -o " + Path("k4") + " --checkpoint " + Path("corpus/.ck")), 0) << err_;
+  // A wildcard in a directory part, the checkpoint hidden below a match (the
+  // final review: the pattern's depth was read from two path objects, UB).
+  std::filesystem::create_directories(Path("corpus/sub/shard1"));
+  WriteFile(Path("corpus/sub/shard1/f.jsonl"), ReadFile(kSample).substr(0, 5000));
+  EXPECT_EQ(Run("dedup -q -i '" + Path("corpus") + "/*/shard*' -o " + Path("k5") + " --checkpoint " +
+                Path("corpus/sub/shard1/.ck")),
+            0)
+      << err_;
+  EXPECT_EQ(Run("dedup -q -i '" + Path("corpus") + "/*/shard*' -o " + Path("corpus/sub/shard1/k.jsonl") + ck), 2);
+  std::filesystem::remove_all(Path("corpus/sub/shard1"));
   // A file added to an input directory before a resume is named as such.
   std::filesystem::remove(Path("corpus/z.jsonl"));
   std::filesystem::remove(Path("corpus/sub/k.jsonl"));

@@ -443,14 +443,17 @@ inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, con
     const size_t meta = in.find_first_of("*?["), slash = dir ? std::string::npos : in.rfind('/', meta);
     const fs::path base = canonical(dir ? in : slash == std::string::npos ? "." : in.substr(0, slash + 1));
     const std::string glob = dir ? "" : in.substr(slash == std::string::npos ? 0 : slash + 1);
-    const auto glob_depth = std::distance(fs::path(glob).begin(), fs::path(glob).end());
+    const fs::path glob_path(glob);  // one object: its iterators may not be mixed with another's
+    const auto glob_depth = std::distance(glob_path.begin(), glob_path.end());
     for (const std::string& out : outputs) {
       if (out.empty() || out == "-") continue;
       const std::optional<fs::path> rest = below(base, canonical(out));
       if (!rest) continue;
       bool found = false;
-      if (dir) {
-        found = !hidden(rest->begin(), rest->end());  // also the directory itself
+      if (dir || rest->empty()) {
+        // Also the directory itself, or a pattern's: a --checkpoint or
+        // --save-index there writes files the listing may find.
+        found = !hidden(rest->begin(), rest->end());
       } else if (::fnmatch(glob.c_str(), rest->c_str(), FNM_PATHNAME | FNM_PERIOD | FNM_LEADING_DIR) == 0) {
         // FNM_LEADING_DIR: also inside a directory the pattern matches.
         auto past = rest->begin();

@@ -115,11 +115,12 @@ class CheckpointFiles {
       if (i < now.size() && was == now[i]) continue;
       // Another file in its place: one added to (or removed from) an input
       // directory or pattern, which names a file other than the changed one.
-      const std::string what = i < now.size() && was["path"] != now[i]["path"]
+      const nlohmann::json path = was.is_object() ? was.value("path", nlohmann::json()) : nlohmann::json();
+      const std::string what = i < now.size() && path != now[i]["path"]
                                    ? "the inputs are not the files the run read: input " + std::to_string(i + 1) +
-                                         " was " + was["path"].dump() + ", now " + now[i]["path"].dump()
-                               : i < now.size() ? "input " + was["path"].dump() + " changed since it was read"
-                                                : "input " + was["path"].dump() + " is no longer given";
+                                         " was " + path.dump() + ", now " + now[i]["path"].dump()
+                               : i < now.size() ? "input " + path.dump() + " changed since it was read"
+                                                : "input " + path.dump() + " is no longer given";
       return Status::InvalidArgument("--checkpoint " + dir_ + ": " + what + "; remove the checkpoint to start afresh");
     }
     return std::optional<nlohmann::json>(std::move(state));
