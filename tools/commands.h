@@ -208,8 +208,6 @@ struct InputFlags {
   size_t max_text_bytes = size_t{1} << 20;  // 0: no limit
 };
 
-// `input_help` describes --input; with_id adds --id-field; many lets --input
-// repeat (f->inputs; tools/input_files.h says what each may name).
 // For an unsigned option: CLI11 reads "-1" as 2^64 - 1 and a number past it
 // as 2^64 - 1, both a silent "no limit"; refused here instead (exit 2). Run
 // before a size transform (CLI::AsSizeValue), on the text as given.
@@ -248,6 +246,8 @@ inline void RefuseEmptyValues(CLI::App* app) {
   }
 }
 
+// `input_help` describes --input; with_id adds --id-field; many lets --input
+// repeat (f->inputs; tools/input_files.h says what each may name).
 inline void AddInputFlags(CLI::App* cmd, InputFlags* f, const std::string& input_help, bool required,
                           bool with_id, bool many = false) {
   auto* in = many ? cmd->add_option("-i,--input", f->inputs,
