@@ -7,9 +7,8 @@
 // Input: the first byte picks the piece size (1..32) and the limits; the
 // rest is the stream.
 //
-// Build (clang; see scripts/build.sh fuzz):
-//   cmake --build build-fuzz --target http_parser_fuzzer
-//   ./build-fuzz/http_parser_fuzzer -max_total_time=60 fuzz/corpus/http_parser
+// Build (clang, with the library instrumented for coverage: scripts/build.sh asan):
+//   ./build-asan/http_parser_fuzzer -max_total_time=60 fuzz/corpus/http_parser
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -8,9 +8,8 @@
 // byte < 0x20 picks one of a few well-formed requests to steer the fuzzer
 // toward the engine instead of the router; the rest of the input is then the body.
 //
-// Build (clang; see scripts/build.sh fuzz):
-//   cmake --build build-fuzz --target http_request_fuzzer
-//   ./build-fuzz/http_request_fuzzer -max_total_time=60 -max_len=4096 fuzz/corpus/http_request
+// Build (clang, with the library instrumented for coverage: scripts/build.sh asan):
+//   ./build-asan/http_request_fuzzer -max_total_time=60 -max_len=4096 fuzz/corpus/http_request
 #include <unistd.h>
 
 #include <cstddef>

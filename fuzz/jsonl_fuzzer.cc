@@ -2,12 +2,8 @@
 // (src/jsonl.h): any bytes must be handled without a crash, a sanitizer
 // report or a hang, and the results must obey the parser's contract.
 //
-// Build (clang; instrument the library too so coverage reaches src/jsonl.cc):
-//   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DNEARDUP_BUILD_FUZZERS=ON \
-//     -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCHMARKS=OFF \
-//     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
-//   cmake --build build-fuzz --target jsonl_fuzzer
-//   ./build-fuzz/jsonl_fuzzer -max_total_time=60 -max_len=4096
+// Build (clang, with the library instrumented for coverage: scripts/build.sh asan):
+//   ./build-asan/jsonl_fuzzer -max_total_time=60 -max_len=4096
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -35,6 +35,7 @@ import argparse
 import os
 import pathlib
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -135,6 +136,7 @@ def run_console(body, build, serve=False):
         return None
     finally:
         stop_server(proc)
+        shutil.rmtree(d, ignore_errors=True)  # unlinks the symlinks into the tree, never follows them
 
 
 def free_port():
@@ -182,6 +184,7 @@ def run_script(body, build, serve, python=False):
                            timeout=TIMEOUT, text=True)
     finally:
         stop_server(proc)
+        shutil.rmtree(d, ignore_errors=True)  # unlinks the symlinks into the tree, never follows them
     if p.returncode != 0:
         return f"exit {p.returncode}\n  output:\n    " + "\n    ".join(p.stdout.splitlines()[-30:])
     return None

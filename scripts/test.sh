@@ -7,9 +7,10 @@
 #     suite (python/tests), disk full under load on a small tmpfs
 #     (scripts/disk_full_test.sh), and short checked histories under faults
 #     (scripts/history/run_faults.sh, docs/history.md).
-#  2. ASan+UBSan build, every test.
+#  2. ASan+UBSan build (clang, with the fuzz targets), every test.
 #  3. TSan build, the tests labelled threads (their own threads, no server).
-#  4. A bounded libFuzzer run of every fuzz target (clang), from the checked-in corpus.
+#  4. A bounded libFuzzer run of every fuzz target of step 2's build, from the checked-in corpus.
+# Under the sanitizers the heaviest sweeps take a stride of their cases (tests/util/sanitized.h).
 # NEARDUP_TEST_QUICK=1 runs step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,11 +46,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 step "tsan build + concurrent tests"
 scripts/build.sh tsan
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 -L threads
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" --timeout 900 -L threads
 
 step "fuzz smoke (libFuzzer, bounded)"
-scripts/build.sh fuzz
-for f in build-fuzz/*_fuzzer; do
+for f in build-asan/*_fuzzer; do
   [[ -x "$f" ]] || continue
   name=$(basename "$f")
   corpus=fuzz/corpus/${name%_fuzzer}

@@ -15,6 +15,7 @@
 #include "dedup/sketch_record.h"
 #include "util/rule_variants.h"
 #include "util/sample_texts.h"
+#include "util/sanitized.h"
 
 namespace neardup {
 namespace {
@@ -171,11 +172,7 @@ class Oracle {
 const std::vector<testing::RuleVariant> kVariants = testing::RuleVariants();
 
 // Sanitizer builds run the same comparison on fewer texts.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr size_t kPerFile = 250;
-#else
-constexpr size_t kPerFile = 700;
-#endif
+constexpr size_t kPerFile = testing::kSanitized ? 250 : 700;
 
 TEST(BatchJoinTest, DecidesAsTheBruteForceOracleOfItsRule) {
   const std::vector<std::string> texts = JoinTexts(kPerFile);

@@ -41,6 +41,7 @@
 
 #include "http/http_server.h"
 #include "util/httplib_client.h"  // httplib with the ABI macros of Debian's build
+#include "util/sanitized.h"
 #include "neardup/engine/engine.h"
 #include "neardup/engine/local_engine.h"
 #include "neardup/store/rocks_store.h"
@@ -51,18 +52,7 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define NEARDUP_RACE_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define NEARDUP_RACE_SANITIZED 1
-#endif
-#endif
-#ifdef NEARDUP_RACE_SANITIZED
-constexpr bool kSanitized = true;  // 5-20x slower: fewer rounds, same races
-#else
-constexpr bool kSanitized = false;
-#endif
+using testing::kSanitized;  // 5-20x slower: fewer rounds, same races
 
 constexpr int kClients = 16;
 constexpr int kCandidates = 32;  // variants generated per text; the race uses a matching subset

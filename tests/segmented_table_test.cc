@@ -14,6 +14,7 @@
 
 #include "util/hash.h"
 #include "util/segmented_table.h"
+#include "util/sanitized.h"
 
 namespace neardup::internal {
 namespace {
@@ -212,7 +213,7 @@ TEST(SegmentedTable, EmptiedTableAcceptsItsKeysAgain) {
 // table is filled until an insert throws; every earlier entry must remain.
 // (Sanitizers reserve terabytes of shadow memory: no address-space limit
 // there.)
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#ifndef NEARDUP_TEST_SANITIZED
 // The child's whole run: exit 0 iff every entry inserted before the
 // failed growth is still there.
 [[noreturn]] void FillUntilAGrowthFails() {

@@ -8,6 +8,8 @@
 #include <bit>
 #include <random>
 
+#include "util/sanitized.h"
+
 namespace neardup {
 namespace {
 
@@ -108,7 +110,7 @@ TEST(SelfJoinTest, MatchesBruteForceForEveryK) {
 
 TEST(SelfJoinTest, ThreadCountsGiveIdenticalOutput) {
   for (int k : {0, 1, 3, 6}) {
-    const auto fps = MakeData(3000, k, 77 + k, true);
+    const auto fps = MakeData(testing::kSanitized ? 1500 : 3000, k, 77 + k, true);
     const auto one = Join(fps, k, 1);
     EXPECT_FALSE(one.empty());
     EXPECT_TRUE(Join(fps, k, 2) == one) << "k=" << k;

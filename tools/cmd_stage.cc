@@ -1858,7 +1858,7 @@ Status CheckResumedInputs(const Json& state, const std::vector<ShardInfo>& shard
                                      "remove the checkpoint to start afresh");
     }
   }
-  if (state.contains("load_index") && state["load_index"] != LoadedIndexIdentity(a.load_index)) {
+  if (state.contains("load_index") && state["load_index"] != Json(LoadedIndexIdentity(a.load_index))) {
     return Status::InvalidArgument("--checkpoint " + a.checkpoint +
                                    ": the --load-index directories are not those the interrupted run loaded "
                                    "(changed since); remove the checkpoint to start afresh");
