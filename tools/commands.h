@@ -388,6 +388,18 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
   return Status::OK();
 }
 
+// The components of `path` below the directory `dir` (empty if `path` is
+// `dir`), or nullopt if it is not there. Both already resolved
+// (weakly_canonical), so a symlink or "x/../" does not hide where a file is.
+inline std::optional<std::filesystem::path> PathBelow(std::filesystem::path dir, const std::filesystem::path& path) {
+  if (!dir.has_filename()) dir = dir.parent_path();  // "x/"
+  auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  if (d != dir.end()) return std::nullopt;
+  std::filesystem::path rest;
+  for (; p != path.end(); ++p) rest /= *p;
+  return rest;
+}
+
 // kInvalidArgument if an output lies inside one of `dirs`, (flag, directory)
 // pairs: an index or checkpoint directory the run reads or writes, whose
 // files an output there would overwrite or be deleted with.
@@ -396,13 +408,11 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
   for (const auto& [flag, dir] : dirs) {
     if (dir.empty()) continue;
     std::error_code ec;
-    std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec).lexically_normal();
-    if (!d.has_filename()) d = d.parent_path();  // "x/"
+    const std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec).lexically_normal();
     for (const std::string& out : outputs) {
       if (out.empty() || out == "-") continue;
-      const std::filesystem::path o = std::filesystem::weakly_canonical(out, ec);
-      auto [end, at] = std::mismatch(d.begin(), d.end(), o.begin(), o.end());
-      if (end == d.end() && at != o.end()) {
+      const auto rest = PathBelow(d, std::filesystem::weakly_canonical(out, ec).lexically_normal());
+      if (rest && !rest->empty()) {
         return Status::InvalidArgument("output " + out + " is inside the " + flag + " directory " + dir +
                                        ", whose files the run reads or writes; write it elsewhere");
       }
@@ -419,16 +429,7 @@ inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, con
   namespace fs = std::filesystem;
   std::error_code ec;
   auto canonical = [&](const std::string& p) { return fs::weakly_canonical(p, ec).lexically_normal(); };
-  // The components of `out` below `dir` (nullopt if it is not there); none
-  // hidden, as a directory's listing skips dot names.
-  auto below = [](fs::path dir, const fs::path& out) -> std::optional<fs::path> {
-    if (!dir.has_filename()) dir = dir.parent_path();  // "x/"
-    auto [d, o] = std::mismatch(dir.begin(), dir.end(), out.begin(), out.end());
-    if (d != dir.end()) return std::nullopt;
-    fs::path rest;
-    for (; o != out.end(); ++o) rest /= *o;
-    return rest;
-  };
+  // Hidden components, as a directory's listing skips dot names.
   auto hidden = [](auto from, auto to) {
     return std::any_of(from, to, [](const fs::path& c) { return !c.empty() && c.string()[0] == '.'; });
   };
@@ -447,7 +448,7 @@ inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, con
     const auto glob_depth = std::distance(glob_path.begin(), glob_path.end());
     for (const std::string& out : outputs) {
       if (out.empty() || out == "-") continue;
-      const std::optional<fs::path> rest = below(base, canonical(out));
+      const std::optional<fs::path> rest = PathBelow(base, canonical(out));
       if (!rest) continue;
       bool found = false;
       if (dir || rest->empty()) {
