@@ -32,6 +32,7 @@ recipes, long jobs); the summary counts them.
 Usage: scripts/doctest_docs.py [--build DIR] [FILE.md ...]   (exit 1 on any failure)
 """
 import argparse
+import contextlib
 import os
 import pathlib
 import re
@@ -71,12 +72,22 @@ def blocks(path):
         i = j + 1
 
 
-def workdir(build):
+@contextlib.contextmanager
+def sandbox(build, serve):
+    """A fresh work directory with the tree linked in, and a server when asked: (dir, extra env).
+    Both are gone afterwards; the links are unlinked, never followed."""
     d = pathlib.Path(tempfile.mkdtemp(prefix="neardup-doctest-"))
-    for name in ("data", "docs", "examples", "scripts"):
-        (d / name).symlink_to(ROOT / name)
-    (d / "build").symlink_to(build)
-    return d
+    extra, proc = {}, None
+    try:
+        for name in ("data", "docs", "examples", "scripts"):
+            (d / name).symlink_to(ROOT / name)
+        (d / "build").symlink_to(build)
+        if serve:
+            proc, extra["B"] = start_server(build, d)
+        yield d, extra
+    finally:
+        stop_server(proc)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def env_for(build, extra=None):
@@ -121,11 +132,7 @@ def parse_console(body):
 
 
 def run_console(body, build, serve=False):
-    d = workdir(build)
-    extra, proc = {}, None
-    if serve:
-        proc, extra["B"] = start_server(build, d)
-    try:
+    with sandbox(build, serve) as (d, extra):
         for cmd, expected, code in parse_console(body):
             p = subprocess.run(["bash", "-c", cmd], cwd=d, env=env_for(build, extra), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, timeout=TIMEOUT, text=True)
@@ -134,9 +141,6 @@ def run_console(body, build, serve=False):
                 return (f"$ {cmd}\n  exit {p.returncode} (expected {code})\n  expected:\n    " +
                         "\n    ".join(expected) + "\n  got:\n    " + "\n    ".join(actual))
         return None
-    finally:
-        stop_server(proc)
-        shutil.rmtree(d, ignore_errors=True)  # unlinks the symlinks into the tree, never follows them
 
 
 def free_port():
@@ -171,20 +175,13 @@ def stop_server(proc):
 
 
 def run_script(body, build, serve, python=False):
-    d = workdir(build)
-    extra, proc = {}, None
-    if serve:
-        proc, extra["B"] = start_server(build, d)
-    if python:
-        extra["PYTHONPATH"] = str(build / "python")
     command = [PYTHON, "-c"] if python else ["bash", "-e", "-o", "pipefail", "-c"]
-    try:
+    with sandbox(build, serve) as (d, extra):
+        if python:
+            extra["PYTHONPATH"] = str(build / "python")
         p = subprocess.run(command + ["\n".join(body)], cwd=d,
                            env=env_for(build, extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=TIMEOUT, text=True)
-    finally:
-        stop_server(proc)
-        shutil.rmtree(d, ignore_errors=True)  # unlinks the symlinks into the tree, never follows them
     if p.returncode != 0:
         return f"exit {p.returncode}\n  output:\n    " + "\n    ".join(p.stdout.splitlines()[-30:])
     return None
