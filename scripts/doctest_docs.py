@@ -214,7 +214,8 @@ def main():
                 err = f"unknown doctest kind {kind!r}"
             if err:
                 failed += 1
-                print(f"FAIL {f.relative_to(ROOT)}:{line}\n  {err}\n")
+                shown = f.relative_to(ROOT) if f.is_relative_to(ROOT) else f  # a file from outside the tree
+                print(f"FAIL {shown}:{line}\n  {err}\n")
     print(f"doctest: {ran} blocks run, {failed} failed, {skipped} not marked")
     return 1 if failed or ran == 0 else 0
 
