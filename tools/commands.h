@@ -388,9 +388,17 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
   return Status::OK();
 }
 
+// `p` with its symlinks and "x/../" resolved, as far as it exists
+// (weakly_canonical), then normalized: the form PathBelow compares. Empty
+// if the file system cannot be asked.
+inline std::filesystem::path Resolved(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(p, ec).lexically_normal();
+}
+
 // The components of `path` below the directory `dir` (empty if `path` is
-// `dir`), or nullopt if it is not there. Both already resolved
-// (weakly_canonical), so a symlink or "x/../" does not hide where a file is.
+// `dir`), or nullopt if it is not there. Both already Resolved, so a
+// symlink or "x/../" does not hide where a file is.
 inline std::optional<std::filesystem::path> PathBelow(std::filesystem::path dir, const std::filesystem::path& path) {
   if (!dir.has_filename()) dir = dir.parent_path();  // "x/"
   auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
@@ -407,11 +415,10 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
                                   const std::vector<std::pair<std::string, std::string>>& dirs) {
   for (const auto& [flag, dir] : dirs) {
     if (dir.empty()) continue;
-    std::error_code ec;
-    const std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec).lexically_normal();
+    const std::filesystem::path d = Resolved(dir);
     for (const std::string& out : outputs) {
       if (out.empty() || out == "-") continue;
-      const auto rest = PathBelow(d, std::filesystem::weakly_canonical(out, ec).lexically_normal());
+      const auto rest = PathBelow(d, Resolved(out));
       if (rest && !rest->empty()) {
         return Status::InvalidArgument("output " + out + " is inside the " + flag + " directory " + dir +
                                        ", whose files the run reads or writes; write it elsewhere");
@@ -428,7 +435,6 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
 inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  auto canonical = [&](const std::string& p) { return fs::weakly_canonical(p, ec).lexically_normal(); };
   // Hidden components, as a directory's listing skips dot names.
   auto hidden = [](auto from, auto to) {
     return std::any_of(from, to, [](const fs::path& c) { return !c.empty() && c.string()[0] == '.'; });
@@ -442,13 +448,13 @@ inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, con
     // A pattern: its fixed directory part resolved as the output is
     // (symlinks), its glob part matched on the output's components below.
     const size_t meta = in.find_first_of("*?["), slash = dir ? std::string::npos : in.rfind('/', meta);
-    const fs::path base = canonical(dir ? in : slash == std::string::npos ? "." : in.substr(0, slash + 1));
+    const fs::path base = Resolved(dir ? in : slash == std::string::npos ? "." : in.substr(0, slash + 1));
     const std::string glob = dir ? "" : in.substr(slash == std::string::npos ? 0 : slash + 1);
     const fs::path glob_path(glob);  // one object: its iterators may not be mixed with another's
     const auto glob_depth = std::distance(glob_path.begin(), glob_path.end());
     for (const std::string& out : outputs) {
       if (out.empty() || out == "-") continue;
-      const std::optional<fs::path> rest = PathBelow(base, canonical(out));
+      const std::optional<fs::path> rest = PathBelow(base, Resolved(out));
       if (!rest) continue;
       bool found = false;
       if (dir || rest->empty()) {
