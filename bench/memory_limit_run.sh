@@ -29,7 +29,7 @@ cmd=("$bin" dedup -i "$@" -o "$out/kept.jsonl.zst" -d "$out/dups.jsonl.zst" --me
      --checkpoint "$out/ckpt" --sketch-dir "$out/sketch" -t 2 --progress 300 --stats-json "$out/stats.json")
 {
   echo "=== $(date -u) $(git rev-parse --short HEAD) $(nproc) cores; load: $(cat /proc/loadavg)"
-  echo "free: $(free -g | awk '/Mem:/ {print $2 " GiB total, " $7 " GiB available"}'); disk: $(df -h "$out" | awk 'NR==2 {print $4 " free"}')"
+  echo "free: $(free -g | awk '/Mem:/ {print $2 " GiB total, " $7 " GiB available"}'); disk: $(df -h "$out" | awk 'NR==2 {print $4 " free"}'); transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
   echo "${cmd[*]}"
 } >> "$log"
 /usr/bin/time -f "wall %e cpu %U+%S maxrss_kb %M" -a -o "$log" "${cmd[@]}" 2>> "$log" &
