@@ -59,6 +59,11 @@ if(Python3_Interpreter_FOUND)
   # The history checker (issue 16) must catch every kind of violation it knows.
   add_test(NAME HistoryCheckerSelfTest COMMAND ${PROJECT_SOURCE_DIR}/scripts/history/check.py --self-test)
   set_tests_properties(HistoryCheckerSelfTest PROPERTIES LABELS "unit")
+  # The batch output checker (for runs too large for an oracle, docs/SCALING.md) must pass
+  # dedup's outputs, in memory and in rounds, and catch every break it knows.
+  add_test(NAME DedupOutputCheckerSelfTest
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/check_dedup_output.py --self-test --neardup $<TARGET_FILE:neardup>)
+  set_tests_properties(DedupOutputCheckerSelfTest PROPERTIES LABELS "unit" TIMEOUT 300)
   # kill -9 under load, restart, every acknowledged document is there.
   add_test(NAME ServeKill9Durability
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/kill9_durability.py

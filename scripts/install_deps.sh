@@ -6,7 +6,7 @@
 #     distributed  + Dask distributed (scheduler, workers, client) for the staged
 #              run's driver scripts/dask_dedup.py (docs/SCALING.md)
 #     test     + the test suite: GoogleTest, a Redis server for the cluster
-#              tests, Dask distributed for the staged run's test, PostgreSQL 15 for the PostgreSQL store's (scripts/postgres.sh), clang for the fuzzers, curl/python3 for the doc examples,
+#              tests, Dask distributed for the staged run's test, PostgreSQL 15 for the PostgreSQL store's (scripts/postgres.sh), clang for the fuzzers, curl/python3 for the doc examples, the zstd program for scripts/check_dedup_output.py,
 #              nginx + openssl for the TLS proxy test (scripts/tls_proxy_test.sh),
 #              pybind11 + pytest for the Python package (python/, docs/python.md)
 #     bench    + benchmark and peer stacks: Google Benchmark is in test (the
@@ -20,7 +20,7 @@ service=(librocksdb-dev libhiredis-dev libpq-dev)
 test=(libgtest-dev python3-numpy nftables libgmock-dev googletest libbenchmark-dev
       libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
       redis-server postgresql-15 clang libclang-rt-14-dev python3 curl bc nginx openssl
-      pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv)
+      pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv zstd)
 distributed=(python3-distributed)
 bench=(wrk nginx libfaiss-dev postgresql-15 libpq-dev hyperfine)
 
