@@ -60,11 +60,17 @@ def blocks(path):
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
+            if lines[i].lstrip().startswith("```"):
+                yield i + 1, "malformed-fence", "", [lines[i]]
             i += 1
             continue
         start, lang = i, m.group(2)
         j = i + 1
         while j < len(lines) and not FENCE.match(lines[j]):
+            # Text after a closing fence (docs/SCALING.md had "``` `--stats-json` adds ...") makes
+            # it no fence, to Markdown too: the block ran on and every block after it shifted.
+            if lines[j].lstrip().startswith("```"):
+                yield j + 1, "malformed-fence", "", [lines[j]]
             j += 1
         mark = MARK.search(lines[start - 1]) if start > 0 else None
         kind = (mark.group(1) or "console") if mark else None
@@ -210,6 +216,8 @@ def main():
                 err = run_script(body, build, serve=kind == "serve")
             elif kind in ("python", "python-serve"):
                 err = run_script(body, build, serve=kind == "python-serve", python=True)
+            elif kind == "malformed-fence":
+                err = "a fence with text after it: put the text on its own line"
             else:
                 err = f"unknown doctest kind {kind!r}"
             if err:
