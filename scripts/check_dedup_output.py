@@ -323,7 +323,10 @@ def run_check(inputs, kept, dups, neardup, threshold=0.7):
         cmd = [sys.executable, os.path.abspath(__file__), "-i", *inputs, "--kept", kept, "--duplicates", dups,
                "--neardup", neardup, "--threshold", str(threshold), "--json", out.name]
         rc = subprocess.run(cmd, stderr=subprocess.DEVNULL).returncode
-        got = set(json.load(out)["violations"]) if rc in (0, 1) else {f"exit {rc}"}
+        try:
+            got = set(json.load(out)["violations"])
+        except ValueError:  # it died before its report
+            got = {f"exit {rc} without a report"}
     return rc, got
 
 
