@@ -22,8 +22,13 @@ Checked, for the default keep policy (`--keep first`) and JSONL input:
                  violation. Other pairs are counted, not judged (the run estimated theirs).
 Not checked: that a duplicate names the *best* match, and near-duplicates that only the
 anchors would find (recall, measured by `neardup eval` on labelled data, docs/ACCURACY.md).
-Texts with default-ignorable code points (category Cf) are skipped in the similarity checks:
-ICU's normalization removes them and the definition keeps them.
+Skipped in the similarity checks: texts with default-ignorable code points (category Cf: ICU's
+normalization removes them, the definition keeps them), and a duplicate whose match's id is
+held by several kept documents before it (ids need not be unique; which one is meant is not
+known). Texts are compared as dedup analyzed them: their first --max-text-bytes.
+Lines dedup skips as bad are skipped here too (not JSON, NaN or Infinity, a lone surrogate
+escape, no string text, no string or number id); a byte order mark before a file's first line
+is dropped. A line too deeply nested for Python's json makes the check unusable (exit 2).
 
 Inputs are read in the order given; a directory or a pattern expands to its files sorted by
 path, as `dedup --input` does (a directory: every regular file below it whose name does not
@@ -33,7 +38,8 @@ Usage:
   scripts/check_dedup_output.py --self-test --neardup BIN   -> breaks outputs in each way above
   scripts/check_dedup_output.py -i INPUT... --kept K --duplicates D [--neardup BIN]
       [--sample 20000] [--threshold 0.7] [--n 3] [--radius 3]
-      [--fingerprint-args '...'] [--work DIR] [--json OUT] [--seed 1]
+      [--fingerprint-args '...'] [--id-field id] [--text-field text] [--max-text-bytes 1048576]
+      [--work DIR] [--json OUT] [--seed 1]
 Exit: 0 no violation, 1 violations (listed on stderr, at most 20 of each kind), 2 unusable.
 """
 import argparse
@@ -51,13 +57,23 @@ import time
 import unicodedata
 from fractions import Fraction
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    print("check_dedup_output: needs numpy (Debian's python3-numpy; run it as /usr/bin/python3)", file=sys.stderr)
+    sys.exit(2)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ground_truth import grams  # noqa: E402
 
 
 # ---------------------------------------------------------------- reading
+def unusable(message):
+    """Exit 2: the check could not be made (exit 1 is for violations)."""
+    print(f"check_dedup_output: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def expand(inputs):
     files = []
     for arg in inputs:
@@ -72,7 +88,7 @@ def expand(inputs):
             for m in glob.glob(arg):
                 matched += expand([m]) if os.path.isdir(m) else [m]
             if not matched:
-                sys.exit(f"check_dedup_output: {arg}: matches no file")
+                unusable(f"{arg}: matches no file")
             files += sorted(matched)
         else:
             files.append(arg)
@@ -94,12 +110,16 @@ def lines_of(path):
         for line in stream:
             yield line[:-1] if line.endswith(b"\n") else line
     if proc is not None and proc.wait() != 0:
-        sys.exit(f"check_dedup_output: {path}: zstd exited {proc.returncode}")
+        unusable(f"{path}: zstd exited {proc.returncode}")
 
 
 def input_lines(files):
     for path in files:
-        yield from lines_of(path)
+        first = True
+        for line in lines_of(path):
+            # dedup drops a byte order mark before a file's first line (docs/cli.md).
+            yield line[3:] if first and line.startswith(b"\xef\xbb\xbf") else line
+            first = False
 
 
 def id_key(value):
@@ -107,18 +127,41 @@ def id_key(value):
     return hash((isinstance(value, str), value)) & 0x7FFFFFFFFFFFFFFF
 
 
-def parse_doc(line):
+def no_constant(name):
+    raise ValueError(f"{name} is not JSON")  # Python's json reads NaN and Infinity; JSON has neither
+
+
+FIELDS = ["id", "text"]  # set from --id-field and --text-field
+MAX_TEXT_BYTES = [1 << 20]  # set from --max-text-bytes
+
+
+def parse_doc(line, where="a line"):
     """(id, text) of a document line, or None for a line the run skips as bad."""
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, parse_constant=no_constant)
     except ValueError:
         return None
+    except RecursionError:
+        unusable(f"{where} is nested too deeply for Python's json: cannot check")
     if not isinstance(obj, dict):
         return None
-    doc_id, text = obj.get("id"), obj.get("text")
+    doc_id, text = obj.get(FIELDS[0]), obj.get(FIELDS[1])
     if not isinstance(text, str) or isinstance(doc_id, bool) or not isinstance(doc_id, (str, int, float)):
         return None
+    try:  # a lone surrogate escape ("\ud800") is no text: a bad line to dedup
+        text.encode("utf-8")
+        if isinstance(doc_id, str):
+            doc_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
     return doc_id, text
+
+
+def analyzed(text, max_bytes):
+    """The part of a text dedup analyzes: at most max_bytes of UTF-8, cut at a character."""
+    if not max_bytes or len(text) * 4 <= max_bytes:
+        return text
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
 
 
 # ---------------------------------------------------------------- report
@@ -157,7 +200,7 @@ def partition(files, kept_path, dups_path, sample_size, rng, rep):
     pos = -1
     for pos, line in enumerate(input_lines(files)):
         if next_kept is not None and line == next_kept:
-            doc = parse_doc(line)
+            doc = parse_doc(line, f"input line {pos + 1}")
             if doc is None:
                 rep.violation("kept a bad line", f"input line {pos + 1}")
             else:
@@ -165,7 +208,7 @@ def partition(files, kept_path, dups_path, sample_size, rng, rep):
                 kept_key.append(id_key(doc[0]))
             next_kept = next(kept, None)
             continue
-        doc = parse_doc(line)
+        doc = parse_doc(line, f"input line {pos + 1}")
         if doc is None:
             rep.count("bad input lines")
             continue
@@ -173,7 +216,7 @@ def partition(files, kept_path, dups_path, sample_size, rng, rep):
             try:
                 dup_record = json.loads(next_dup)
             except ValueError:
-                sys.exit(f"check_dedup_output: {dups_path}: record {n_dups + 1} is not JSON")
+                unusable(f"{dups_path}: record {n_dups + 1} is not JSON")
         if dup_record is None or dup_record.get("id") != doc[0] or "duplicate_of" not in dup_record:
             rep.violation("lost", f"input line {pos + 1} (id {doc[0]!r}) is neither the next kept line "
                           f"nor the next duplicate ({'none left' if dup_record is None else dup_record.get('id')!r})")
@@ -205,24 +248,26 @@ def partition(files, kept_path, dups_path, sample_size, rng, rep):
 
 def check_matches(kept_pos, kept_key, dup_pos, dup_match, rep):
     """Each duplicate's match is a kept document before it. Returns, per duplicate, the input
-    position of the earliest kept document with the match's id (-1: none)."""
-    order = np.lexsort((kept_pos, kept_key))
+    position of its match: -1 when there is none, -2 when several kept documents before it
+    have the match's id (ids need not be unique: the match is then not known)."""
+    order = np.lexsort((kept_pos, kept_key))  # by id key, then position
     keys, poss = kept_key[order], kept_pos[order]
     rep.count("kept ids given twice", int(np.count_nonzero(keys[1:] == keys[:-1])) if len(keys) else 0)
-    at = np.searchsorted(keys, dup_match)
-    found = at < len(keys)
-    found[found] = keys[at[found]] == dup_match[found]
-    match_pos = np.full(len(dup_match), -1, dtype=np.int64)
-    match_pos[found] = poss[at[found]]
-    for i in np.flatnonzero(~found)[:20]:
-        rep.violation("match is not a kept document", f"duplicate at input line {dup_pos[i] + 1}")
-    if (~found).sum() > 20:
-        rep.violations["match is not a kept document"][0] += int((~found).sum()) - 20
-    late = found & (match_pos >= dup_pos)
-    for i in np.flatnonzero(late)[:20]:
-        rep.violation("match is not before the duplicate", f"duplicate at input line {dup_pos[i] + 1}")
-    if late.sum() > 20:
-        rep.violations["match is not before the duplicate"][0] += int(late.sum()) - 20
+    lo = np.searchsorted(keys, dup_match, "left")
+    hi = np.searchsorted(keys, dup_match, "right")
+    match_pos = np.where(hi > lo, poss[np.minimum(lo, len(poss) - 1)] if len(poss) else -1, -1)
+    # With one kept document of the id its position is the match; with several, the
+    # ones before the duplicate decide (a short loop: repeated ids are rare).
+    for i in np.flatnonzero(hi - lo > 1):
+        before = int(np.searchsorted(poss[lo[i]:hi[i]], dup_pos[i]))
+        match_pos[i] = poss[lo[i]] if before <= 1 else -2
+        rep.count("duplicates whose match's id is repeated")
+    missing = np.flatnonzero(hi == lo)
+    late = np.flatnonzero((hi > lo) & (match_pos >= dup_pos))
+    for kind, where in (("match is not a kept document", missing), ("match is not before the duplicate", late)):
+        for i in where:
+            rep.violation(kind, f"duplicate at input line {dup_pos[i] + 1}")
+    match_pos[late] = -1
     return match_pos
 
 
@@ -236,7 +281,7 @@ def texts_at(files, positions):
     last = max(want)
     for pos, line in enumerate(input_lines(files)):
         if pos in want:
-            out[pos] = parse_doc(line)[1]
+            out[pos] = analyzed(parse_doc(line)[1], MAX_TEXT_BYTES[0])
         if pos >= last:
             break
     return out
@@ -256,7 +301,7 @@ def check_sample(sample, match_pos, texts, args, rep):
     for pos, rec, i in sample:
         m = int(match_pos[i])
         if m < 0:
-            continue
+            continue  # no match to compare with (a violation above) or several with its id
         a, b = texts[m], texts[pos]
         if not (comparable(a) and comparable(b)):
             rep.count("sampled duplicates skipped (default-ignorable code points)")
@@ -278,7 +323,8 @@ def check_sample(sample, match_pos, texts, args, rep):
 def kept_pairs(kept_path, args, work):
     fps = os.path.join(work, "kept.fp")
     pairs = os.path.join(work, "kept.pairs")
-    fp_cmd = [args.neardup, "fingerprint", "-q", "-i", "-", "--id-field", "", "-o", fps]
+    fp_cmd = [args.neardup, "fingerprint", "-q", "-i", "-", "--id-field", "", "--text-field", args.text_field,
+              "--max-text-bytes", str(args.max_text_bytes), "-o", fps]
     fp_cmd += shlex.split(args.fingerprint_args)
     # The kept file may be compressed; fingerprint reads one plain stream.
     with subprocess.Popen(fp_cmd, stdin=subprocess.PIPE) as proc:
@@ -286,13 +332,14 @@ def kept_pairs(kept_path, args, work):
             proc.stdin.write(line + b"\n")
         proc.stdin.close()
         if proc.wait() != 0:
-            sys.exit(f"check_dedup_output: {' '.join(fp_cmd)} exited {proc.returncode}")
+            unusable(f"{' '.join(fp_cmd)} exited {proc.returncode}")
     # Texts without features ('-') have no fingerprint to pair.
     with open(fps) as f, open(fps + ".hex", "w") as g:
         for line in f:
             if not line.rstrip("\n").endswith("\t-"):
                 g.write(line)
-    subprocess.run([args.neardup, "pairs", "-i", fps + ".hex", "-o", pairs, "-k", str(args.radius)], check=True)
+    if subprocess.run([args.neardup, "pairs", "-i", fps + ".hex", "-o", pairs, "-k", str(args.radius)]).returncode:
+        unusable("neardup pairs failed")
     with open(pairs) as f:
         return [(int(a) - 1, int(b) - 1) for a, b, _ in (line.split("\t") for line in f)]
 
@@ -417,6 +464,22 @@ def self_test(neardup):
             ("two near-duplicates kept", inputs, write("k4", with_near),
              write("d5", dup_lines(dups[:near] + dups[near + 1:])), 0.7, {"two near-duplicates kept"}),
         ]
+        # Lines dedup reads in its own way, each once a false violation: a byte order mark,
+        # lines Python's json reads but JSON has not (NaN, a lone surrogate), ids given twice
+        # (a duplicate of the second "x"), texts equal in their first --max-text-bytes only.
+        messy = os.path.join(d, "messy.jsonl")
+        shared = "lorem ipsum dolor sit amet " * 40000
+        with open(messy, "w", encoding="utf-8") as f:
+            f.write("\ufeff" + json.dumps({"id": "x", "text": "apples and pears and plums, a fruit bowl"}) + "\n")
+            f.write('{"id": NaN, "text": "not a number"}\n{"id": 3, "text": "half \\ud800 a pair"}\n')
+            f.write(json.dumps({"id": "x", "text": "quantum chromodynamics of the strong force"}) + "\n")
+            f.write(json.dumps({"id": "z", "text": "quantum chromodynamics of the strong force!"}) + "\n")
+            f.write(json.dumps({"id": "l1", "text": shared + "one ending"}) + "\n")
+            f.write(json.dumps({"id": "l2", "text": shared + "a wholly different ending, " * 90000}) + "\n")
+        messy_k, messy_d = os.path.join(d, "mk.jsonl"), os.path.join(d, "md.jsonl")
+        subprocess.run([neardup, "dedup", "-q", "-i", messy, "-o", messy_k, "-d", messy_d], check=True)
+        cases.insert(2, ("clean, messy input", [messy], messy_k, messy_d, 0.7, set()))
+
         for name, ins, kk, dd, t, want in cases:
             rc, got = run_check(ins, kk, dd, neardup, t)
             # A break may cause others (a changed kept line also loses the lines after it).
@@ -438,7 +501,10 @@ def main():
     ap.add_argument("--threshold", type=float, default=0.7)
     ap.add_argument("--n", type=int, default=3)
     ap.add_argument("--radius", type=int, default=3)
-    ap.add_argument("--fingerprint-args", default="")
+    ap.add_argument("--fingerprint-args", default="", help="the run's fingerprint options, e.g. '--tokenizer icu-words'")
+    ap.add_argument("--id-field", default="id")
+    ap.add_argument("--text-field", default="text")
+    ap.add_argument("--max-text-bytes", type=int, default=1 << 20, help="the run's (0 = no limit)")
     ap.add_argument("--work", help="directory for the kept file's fingerprints and pairs")
     ap.add_argument("--json", help="write the counts and violations here")
     ap.add_argument("--seed", type=int, default=1)
@@ -449,6 +515,10 @@ def main():
         return self_test(args.neardup)
     if not (args.input and args.kept and args.duplicates):
         ap.error("-i, --kept and --duplicates are required")
+    if not args.id_field:
+        ap.error("--id-field '' (line numbers as ids) is not supported")
+    FIELDS[:] = [args.id_field, args.text_field]
+    MAX_TEXT_BYTES[0] = args.max_text_bytes
 
     files = expand(args.input)
     for p in files + [args.kept, args.duplicates]:
