@@ -907,7 +907,10 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("-q,--quiet", f->quiet,
                 "No progress line, summary or bad-line messages on stderr (errors still shown; the "
                 "counts are in --stats-json)");
-  cmd->callback([f, exit_code] { *exit_code = RunDedup(*f); });
+  cmd->callback([f, exit_code, cmd] {
+    RunningCommand() = cmd;
+    *exit_code = RunDedup(*f);
+  });
 }
 
 }  // namespace neardup::cli

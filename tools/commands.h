@@ -89,6 +89,13 @@ inline std::vector<std::string>& CommandLine() {
   return args;
 }
 
+// The subcommand whose callback runs, parsed (set by that callback): its
+// options as given, whatever their spelling (-t2, -qt1, --threads=2).
+inline const CLI::App*& RunningCommand() {
+  static const CLI::App* app = nullptr;
+  return app;
+}
+
 // ---- subcommands -----------------------------------------------------------
 // Each adds its subcommand to `app`; when it runs, it stores its exit code in
 // *exit_code.
