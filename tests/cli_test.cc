@@ -784,6 +784,31 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
 }
 
+// Regression (issue 17, adversarial test, 2026-11-29): a --spill-dir inside
+// an --input directory was accepted; after a SIGKILL the next run listed the
+// stale scratch files as inputs, removed them as stale scratch, then failed
+// to open them (exit 1). It is refused up front, as outputs there are.
+TEST_F(CliTest, MemoryLimitRefusesASpillDirAmongTheInputs) {
+  std::filesystem::create_directories(Path("crawl/sub"));
+  WriteFile(Path("crawl/a.jsonl"), kSmall);
+  for (const std::string& spill : {Path("crawl"), Path("crawl/sub")}) {
+    for (const std::string& in : {Path("crawl"), Path("crawl/*")}) {
+      EXPECT_EQ(Run("dedup -q -i '" + in + "' -o " + Path("k") + " --memory-limit 1 --spill-dir " + spill), 2)
+          << in << " " << spill;
+      EXPECT_NE(err_.find("--spill-dir " + spill + " is where the --input"), std::string::npos) << err_;
+    }
+  }
+  EXPECT_EQ(Run("dedup -q -i '" + Path("crawl/*.jsonl") + "' -o " + Path("k") + " --memory-limit 1 --spill-dir " +
+                Path("crawl/sub")),
+            0)
+      << err_;  // the pattern finds no file there
+  std::filesystem::create_directories(Path("spill"));
+  EXPECT_EQ(Run("dedup -q -i " + Path("crawl") + " -o " + Path("k") + " --memory-limit 1 --spill-dir " + Path("spill")),
+            0)
+      << err_;
+  EXPECT_FALSE(ReadFile(Path("k")).empty());
+}
+
 // Regression (issue 17, adversarial test, 2026-11-29): the resume key was the
 // raw command line without `-t N`, `--threads N` and `--threads=N`, so a
 // restart that spelled the thread count `-t1` (or `-qt1`), or the crashed
