@@ -784,6 +784,91 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
 }
 
+// Regression (issue 17, adversarial test, 2026-11-29): a --spill-dir inside
+// an --input directory was accepted; after a SIGKILL the next run listed the
+// stale scratch files as inputs, removed them as stale scratch, then failed
+// to open them (exit 1). It is refused up front, as outputs there are.
+TEST_F(CliTest, MemoryLimitRefusesASpillDirAmongTheInputs) {
+  std::filesystem::create_directories(Path("crawl/sub"));
+  WriteFile(Path("crawl/a.jsonl"), kSmall);
+  for (const std::string& spill : {Path("crawl"), Path("crawl/sub")}) {
+    for (const std::string& in : {Path("crawl"), Path("crawl/*")}) {
+      EXPECT_EQ(Run("dedup -q -i '" + in + "' -o " + Path("k") + " --memory-limit 1 --spill-dir " + spill), 2)
+          << in << " " << spill;
+      EXPECT_NE(err_.find("--spill-dir " + spill + " is where the --input"), std::string::npos) << err_;
+    }
+  }
+  EXPECT_EQ(Run("dedup -q -i '" + Path("crawl/*.jsonl") + "' -o " + Path("k") + " --memory-limit 1 --spill-dir " +
+                Path("crawl/sub")),
+            0)
+      << err_;  // the pattern finds no file there
+  std::filesystem::create_directories(Path("spill"));
+  EXPECT_EQ(Run("dedup -q -i " + Path("crawl") + " -o " + Path("k") + " --memory-limit 1 --spill-dir " + Path("spill")),
+            0)
+      << err_;
+  EXPECT_FALSE(ReadFile(Path("k")).empty());
+}
+
+// Regression (issue 17, adversarial test, 2026-11-29): the resume key was the
+// raw command line without `-t N`, `--threads N` and `--threads=N`, so a
+// restart that spelled the thread count `-t1` (or `-qt1`), or the crashed
+// run that did, was refused as "another run", though --threads may change.
+// The key now comes from the parsed options; a checkpoint that holds the old
+// key (written by an older build) is still resumed.
+TEST_F(CliTest, ResumeIgnoresHowTheThreadCountIsSpelled) {
+  const std::vector<std::string> lines = Lines(ReadFile(kSample));
+  std::string ins;
+  for (int s = 0; s < 3; ++s) {
+    std::string part;
+    for (size_t i = s * lines.size() / 3; i < (s + 1) * lines.size() / 3; ++i) part += lines[i] + "\n";
+    WriteFile(Path("p" + std::to_string(s) + ".jsonl"), part);
+    ins += " -i " + Path("p" + std::to_string(s) + ".jsonl");
+  }
+  const std::string cli = "'" + kCli + "' ";
+  for (const std::string& mode : {std::string(" --memory-limit 1"), std::string()}) {
+    const std::string args = "dedup" + ins + " -o " + Path("out.jsonl") + " -d " + Path("dups.jsonl") +
+                             " --batch-size 300 --checkpoint " + Path("ckpt") + mode;
+    ASSERT_EQ(Run("dedup" + ins + " -o " + Path("want.jsonl") + " -d " + Path("want.d") + " -q" + mode), 0) << err_;
+    // Crashed where the resume checks the key: after an input (after a round).
+    const std::string at = "NEARDUP_DEDUP_CRASH_AFTER_BATCHES=" + std::string(mode.empty() ? "8 " : "5 ");
+    const std::string state = Path(mode.empty() ? "ckpt/state.json" : "ckpt/rounds/rounds.json");
+    const std::pair<const char*, const char*> spellings[] = {
+        {"-t2", "-t 1"}, {"-t 1", "-qt2"}, {"--threads=2", "-t1"}, {"-q -t 2", "--threads 1 --progress 1"}};
+    for (const auto& [crashed, resumed] : spellings) {
+      std::filesystem::remove_all(Path("ckpt"));
+      const std::string crash = at + cli + args + " " + crashed + " 2>/dev/null";
+      ASSERT_EQ(WEXITSTATUS(std::system(crash.c_str())), 137) << mode << crashed;
+      ASSERT_TRUE(std::filesystem::exists(state)) << mode << crashed;
+      ASSERT_EQ(Run(args + " " + resumed), 0) << mode << crashed << " then " << resumed << ": " << err_;
+      EXPECT_EQ(ReadFile(Path("out.jsonl")), ReadFile(Path("want.jsonl"))) << mode << crashed << resumed;
+      EXPECT_EQ(ReadFile(Path("dups.jsonl")), ReadFile(Path("want.d"))) << mode << crashed << resumed;
+    }
+    // An option that changes the outputs is still another run, however spelled.
+    std::filesystem::remove_all(Path("ckpt"));
+    const std::string crash = at + cli + args + " -k 3 2>/dev/null";
+    ASSERT_EQ(WEXITSTATUS(std::system(crash.c_str())), 137);
+    ASSERT_TRUE(std::filesystem::exists(state)) << mode;
+    EXPECT_EQ(Run(args + " -k2"), 2) << mode;
+    EXPECT_NE(err_.find("another run"), std::string::npos) << err_;
+    ASSERT_EQ(Run(args + " -k3"), 0) << mode << ": " << err_;
+    EXPECT_EQ(ReadFile(Path("out.jsonl")), ReadFile(Path("want.jsonl"))) << mode;
+  }
+  // A checkpoint whose key is the raw command line (an older build's); the
+  // loop's last mode was the run in memory, whose outputs want.* hold.
+  const std::string args = "dedup" + ins + " -o " + Path("out.jsonl") + " -d " + Path("dups.jsonl") +
+                           " --batch-size 300 --checkpoint " + Path("ckpt");
+  std::filesystem::remove_all(Path("ckpt"));
+  ASSERT_EQ(WEXITSTATUS(std::system(("NEARDUP_DEDUP_CRASH_AFTER_BATCHES=8 " + cli + args + " -q").c_str())), 137);
+  nlohmann::json state = nlohmann::json::parse(ReadFile(Path("ckpt/state.json")));
+  nlohmann::json legacy = nlohmann::json::array({kCli});
+  std::istringstream words(args);
+  for (std::string w; words >> w;) legacy.push_back(w);
+  state["command_line"] = legacy;
+  WriteFile(Path("ckpt/state.json"), state.dump());
+  ASSERT_EQ(Run(args + " -t 2"), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("out.jsonl")), ReadFile(Path("want.jsonl")));
+}
+
 // Regressions (issue 17, adversarial test). (1) A run that adds
 // --memory-limit to an interrupted run's command line (a retry after running
 // out of memory) started afresh over its checkpoint, and the original run

@@ -788,6 +788,11 @@ int RunDedup(const DedupFlags& f) {
     written.insert(written.end(), {f.save_index, f.checkpoint});
     if (Status st = CheckOutputsNotInputs(written, f.in.inputs); !st.ok()) return Fail(st);
   }
+  if (f.memory_limit > 0) {  // its scratch, left by a killed run, would be the next run's inputs
+    const Status st = CheckOutputsNotInputs({f.spill_dir}, f.in.inputs, "--spill-dir",
+                                            "a killed run leaves scratch files there, which the next run would read");
+    if (!st.ok()) return Fail(st);
+  }
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
@@ -907,7 +912,10 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("-q,--quiet", f->quiet,
                 "No progress line, summary or bad-line messages on stderr (errors still shown; the "
                 "counts are in --stats-json)");
-  cmd->callback([f, exit_code] { *exit_code = RunDedup(*f); });
+  cmd->callback([f, exit_code, cmd] {
+    RunningCommand() = cmd;
+    *exit_code = RunDedup(*f);
+  });
 }
 
 }  // namespace neardup::cli

@@ -1841,7 +1841,7 @@ Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
   if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1) {
     return Status::Corruption(path + ": not a checkpoint this version can read; remove it to start afresh");
   }
-  if (j["command_line"] != CheckpointFiles::ResumeKey()) {
+  if (!CheckpointFiles::SameRun(j["command_line"])) {
     return Status::InvalidArgument("--checkpoint " + a.checkpoint + " holds another run (other arguments); remove it to start afresh");
   }
   return std::optional<Json>(std::move(j));

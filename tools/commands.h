@@ -89,6 +89,13 @@ inline std::vector<std::string>& CommandLine() {
   return args;
 }
 
+// The subcommand whose callback runs, parsed (set by that callback): its
+// options as given, whatever their spelling (-t2, -qt1, --threads=2).
+inline const CLI::App*& RunningCommand() {
+  static const CLI::App* app = nullptr;
+  return app;
+}
+
 // ---- subcommands -----------------------------------------------------------
 // Each adds its subcommand to `app`; when it runs, it stores its exit code in
 // *exit_code.
@@ -431,8 +438,11 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
 // kInvalidArgument if an output (a file or a directory the run writes) lies
 // where an --input directory or pattern finds files: the resume of a
 // --checkpoint run, which lists the inputs again, would read it as an input
-// (and refuse to go on, or read this run's output).
-inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
+// (and refuse to go on, or read this run's output). `what` names the output
+// and `why` says what would read it, in the message.
+inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs,
+                                   const std::string& what = "output",
+                                   const std::string& why = "a resume would read it as an input") {
   namespace fs = std::filesystem;
   std::error_code ec;
   // Hidden components, as a directory's listing skips dot names.
@@ -468,8 +478,8 @@ inline Status CheckOutputsNotInputs(const std::vector<std::string>& outputs, con
         found = !hidden(past, rest->end());
       }
       if (found) {
-        return Status::InvalidArgument("output " + out + " is where the --input " + (dir ? "directory " : "pattern ") +
-                                       given + " finds files: a resume would read it as an input; write it elsewhere");
+        return Status::InvalidArgument(what + " " + out + " is where the --input " + (dir ? "directory " : "pattern ") +
+                                       given + " finds files: " + why + "; write it elsewhere");
       }
     }
   }

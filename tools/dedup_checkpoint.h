@@ -52,23 +52,29 @@ class CheckpointFiles {
   // Where a --memory-limit run records its rounds (RoundCheckpoint).
   std::string RoundsState() const { return dir_ + "/rounds/rounds.json"; }
 
-  // The command line a resumed run must repeat: all of it but the options
-  // that change nothing in the outputs (-q, --progress, --threads), so a
-  // restart may watch progress or use another machine's cores.
+  // The command a resumed run must repeat: every option given, with its
+  // values in order, but those that change nothing in the outputs (-q,
+  // --progress, --threads), so a restart may watch progress or use another
+  // machine's cores. Taken from the parsed options, so the spelling does not
+  // count: `-t2`, `-qt1` and `--threads=2` are `-t 2` (they were refused when
+  // the key was the raw command line, which a checkpoint may still hold:
+  // SameRun).
   static std::vector<std::string> ResumeKey() {
-    std::vector<std::string> key;
-    const std::vector<std::string>& args = CommandLine();
-    for (size_t i = 0; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      if (a == "-q" || a == "--quiet") continue;
-      if (a == "--progress" || a == "-t" || a == "--threads") {
-        ++i;  // and its value
-        continue;
-      }
-      if (a.rfind("--progress=", 0) == 0 || a.rfind("--threads=", 0) == 0) continue;
-      key.push_back(a);
+    const CLI::App* cmd = RunningCommand();
+    if (cmd == nullptr) return LegacyResumeKey();
+    std::vector<std::string> key = {"v2", cmd->get_name()};
+    for (const CLI::Option* opt : cmd->get_options()) {
+      const std::string name = opt->get_name();
+      if (opt->count() == 0 || name == "--quiet" || name == "--progress" || name == "--threads") continue;
+      key.push_back(name);
+      for (const std::string& value : opt->results()) key.push_back(value);
     }
     return key;
+  }
+
+  // Whether a checkpoint's recorded key is this run's, in either form.
+  static bool SameRun(const nlohmann::json& recorded) {
+    return recorded == ResumeKey() || recorded == LegacyResumeKey();
   }
 
   // The inputs as a checkpoint records them: a resumed run must read the
@@ -104,7 +110,7 @@ class CheckpointFiles {
     if (state.is_discarded() || !state.is_object() || state.value("version", 0) != 1) {
       return Status::Corruption(State() + ": not a checkpoint this version can read");
     }
-    if (state["command_line"] != ResumeKey()) {
+    if (!SameRun(state["command_line"])) {
       return Status::InvalidArgument("--checkpoint " + dir_ +
                                      " holds another run (other arguments); remove it to start afresh");
     }
@@ -185,6 +191,24 @@ class CheckpointFiles {
   }
 
  private:
+  // The key of checkpoints written before 2026-11-30: the raw command line
+  // without -q, --progress and --threads in their separate or `=` forms.
+  static std::vector<std::string> LegacyResumeKey() {
+    std::vector<std::string> key;
+    const std::vector<std::string>& args = CommandLine();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a == "-q" || a == "--quiet") continue;
+      if (a == "--progress" || a == "-t" || a == "--threads") {
+        ++i;  // and its value
+        continue;
+      }
+      if (a.rfind("--progress=", 0) == 0 || a.rfind("--threads=", 0) == 0) continue;
+      key.push_back(a);
+    }
+    return key;
+  }
+
   std::string Name(const char* prefix, size_t file, const char* suffix) const {
     char n[16];
     std::snprintf(n, sizeof n, "%05zu", file);
