@@ -1278,6 +1278,18 @@ TEST_F(CliTest, AnnotateReplacesAFieldTheRecordAlreadyHas) {
   EXPECT_EQ(nlohmann::json::parse(lines[1])["nd"]["duplicate_of"], 1);
   EXPECT_EQ(nlohmann::json::parse(lines[2])["meta"]["nd"], "nested, kept");
   EXPECT_EQ(nlohmann::json::parse(lines[2])["text"], "something else, \"nd\": entirely");
+  // Regression (adversarial test, 2026-11-29): white space before the closing
+  // brace, or before the comma of a replaced last member, moved on the second
+  // pass, so annotating an annotated file did not give it back.
+  WriteFile(Path("ws.jsonl"),
+            "{\"id\":1,\"text\":\"x y z w v u t s r q p\" , \"nd\" : null }\n"
+            "{\"id\":2,\"text\":\"a b c d e f g h i j k\"\t}\n"
+            "{\"id\":3 , \"nd\": 1 , \"text\":\"q r s t u v w x y z\" }\n");
+  for (const std::string& in : {Path("in.jsonl"), Path("ws.jsonl")}) {
+    ASSERT_EQ(Run("dedup -q -i " + in + " -o " + Path("a1") + " --annotate nd"), 0) << err_;
+    ASSERT_EQ(Run("dedup -q -i " + Path("a1") + " -o " + Path("a2") + " --annotate nd"), 0) << err_;
+    EXPECT_EQ(ReadFile(Path("a2")), ReadFile(Path("a1"))) << in;
+  }
 }
 
 TEST_F(CliTest, ProgressLinesGoToAnyStderr) {

@@ -335,10 +335,14 @@ inline void WriteAnnotated(std::FILE* out, std::string_view given, const std::st
                            std::string_view of) {
   const std::optional<std::string> without = WithoutMember(given, field);
   const std::string_view line = without ? std::string_view(*without) : given;
-  size_t end = line.find_last_of('}');
+  const size_t end = line.find_last_of('}');
   const size_t open = line.find('{');
-  const bool empty = line.find_first_not_of(" \t\r\n", open + 1) == end;
-  std::fwrite(line.data(), 1, end, out);
+  // The members end at the last non-space before '}'. White space there was
+  // kept before the added member's comma, and a second pass, which removes
+  // that member, then moved it: annotating an annotated file changed it.
+  const size_t last = line.find_last_not_of(" \t\r\n", end - 1);
+  const bool empty = last == open;
+  std::fwrite(line.data(), 1, last + 1, out);
   const std::string key = nlohmann::json(field).dump();
   if (!d.duplicate) {
     std::fprintf(out, "%s%s: {\"kept\": true}}\n", empty ? "" : ", ", key.c_str());
