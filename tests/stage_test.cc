@@ -999,6 +999,30 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   EXPECT_NE(err_.find("is not what the interrupted run read"), std::string::npos) << err_;
   WriteAll(inputs[1], text);
 
+  // Regression (adversarial test, 2026-11-29): a file added to or removed
+  // from an input directory was reported as the first file (every header
+  // changed: each records the number of files). The message names it.
+  std::filesystem::create_directories(Path("in"));
+  WriteAll(Path("in/a.jsonl"), ReadAll(inputs[0]));
+  WriteAll(Path("in/b.jsonl"), text);
+  const std::string in_dir = "dedup -q -i '" + Path("in") + "' -o '" + Path("kept2") + "' --memory-limit 1 --checkpoint '" +
+                             Path("ck") + "'";
+  std::system(("rm -rf '" + Path("ck") + "'").c_str());
+  ASSERT_EQ(RunCrashingAfter(11, in_dir), 137);
+  ASSERT_EQ(::access(Path("ck/rounds/rounds.json").c_str(), F_OK), 0);
+  WriteAll(Path("in/c.jsonl"), text.substr(0, text.find('\n') + 1));
+  EXPECT_EQ(Run(in_dir), 2);
+  EXPECT_NE(err_.find("the inputs are not the 2 files the interrupted run read (" + Path("in/c.jsonl") +
+                      " was not among them)"),
+            std::string::npos)
+      << err_;
+  std::filesystem::remove(Path("in/c.jsonl"));
+  std::filesystem::rename(Path("in/b.jsonl"), Path("b.jsonl"));
+  EXPECT_EQ(Run(in_dir), 2);
+  EXPECT_NE(err_.find(Path("in/b.jsonl") + " is no longer given"), std::string::npos) << err_;
+  std::filesystem::rename(Path("b.jsonl"), Path("in/b.jsonl"));  // the same file again: it resumes
+  EXPECT_EQ(Run(in_dir), 0) << err_;
+
   crash_in_round_3();
   std::string unfinished;
   for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds/dec"))) unfinished = e.path().string();

@@ -1850,12 +1850,25 @@ Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
 // The inputs must be those the checkpoint read (each round reads them again).
 Status CheckResumedInputs(const Json& state, const std::vector<ShardInfo>& shards, const StagedDedupArgs& a) {
   const Json& was = state["shards"];
-  for (size_t i = 0; i < shards.size() || i < was.size(); ++i) {
-    if (i >= shards.size() || i >= was.size() || was[i] != shards[i].header) {
-      const std::string name = i < shards.size() ? shards[i].path : was[i].value("input", std::string("an input"));
-      return Status::InvalidArgument("--checkpoint " + a.checkpoint + ": " + name +
-                                     " is not what the interrupted run read (changed, added or removed since); "
-                                     "remove the checkpoint to start afresh");
+  const std::string fix = "; remove the checkpoint to start afresh";
+  auto path = [&](size_t i) { return was[i].is_object() ? was[i].value("input", std::string("?")) : std::string("?"); };
+  // A file added or removed changes every header (each records the number
+  // of shards): name the first file out of place, not the first header.
+  size_t i = 0;
+  while (i < shards.size() && i < was.size() && path(i) == shards[i].path) ++i;
+  if (i < shards.size() || i < was.size()) {
+    const std::string what = i < shards.size() && i < was.size() ? "input " + std::to_string(i + 1) + " was " +
+                                                                        path(i) + ", now " + shards[i].path
+                             : i < was.size() ? path(i) + " is no longer given"
+                                              : shards[i].path + " was not among them";
+    return Status::InvalidArgument("--checkpoint " + a.checkpoint + ": the inputs are not the " +
+                                   std::to_string(was.size()) + " files the interrupted run read (" + what + ")" +
+                                   fix);
+  }
+  for (i = 0; i < shards.size(); ++i) {
+    if (was[i] != shards[i].header) {
+      return Status::InvalidArgument("--checkpoint " + a.checkpoint + ": " + shards[i].path +
+                                     " is not what the interrupted run read (changed since)" + fix);
     }
   }
   if (state.contains("load_index") && state["load_index"] != Json(LoadedIndexIdentity(a.load_index))) {
