@@ -788,9 +788,13 @@ int RunDedup(const DedupFlags& f) {
     written.insert(written.end(), {f.save_index, f.checkpoint});
     if (Status st = CheckOutputsNotInputs(written, f.in.inputs); !st.ok()) return Fail(st);
   }
-  if (f.memory_limit > 0) {  // its scratch, left by a killed run, would be the next run's inputs
-    const Status st = CheckOutputsNotInputs({f.spill_dir}, f.in.inputs, "--spill-dir",
-                                            "a killed run leaves scratch files there, which the next run would read");
+  if (f.memory_limit > 0 && !f.spill_dir.empty()) {
+    // Its scratch directory (ScratchDir: neardup-dedup-XXXXXX), left by a
+    // killed run, would be listed as the next run's inputs. Not the spill
+    // directory itself: `-i 'part.*' --spill-dir .` finds no scratch.
+    const std::string scratch = (std::filesystem::path(f.spill_dir) / "neardup-dedup-XXXXXX").string();
+    const Status st = CheckOutputsNotInputs({scratch}, f.in.inputs, "--spill-dir's scratch directory",
+                                            "a killed run leaves it there, and the next run would read it");
     if (!st.ok()) return Fail(st);
   }
   if (!f.annotate.empty() && f.in.format != "jsonl") {
