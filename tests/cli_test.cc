@@ -784,6 +784,35 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
 }
 
+// Regression (issue 17, adversarial test, 2026-11-29): --load-index took an
+// index saved with another --max-text-bytes and missed a byte-identical long
+// text; the scheme mismatch printed its ids in decimal, the manifest in hex.
+TEST_F(CliTest, LoadIndexRefusesAnotherMaxTextBytes) {
+  std::string text;
+  for (int i = 0; i < 800; ++i) text += "w" + std::to_string(i * 7919 % 1000) + " ";
+  WriteFile(Path("day1.jsonl"), nlohmann::json({{"id", "a"}, {"text", text}}).dump() + "\n");
+  WriteFile(Path("day2.jsonl"), nlohmann::json({{"id", "b"}, {"text", text}}).dump() + "\n");
+  ASSERT_EQ(Run("dedup -q -i " + Path("day1.jsonl") + " -o /dev/null --save-index " + Path("idx") +
+                " --max-text-bytes 100"),
+            0)
+      << err_;
+  EXPECT_EQ(Run("dedup -q -i " + Path("day2.jsonl") + " -o " + Path("k") + " -d " + Path("d") + " --load-index " +
+                Path("idx")),
+            1);
+  EXPECT_NE(err_.find("saved with --max-text-bytes 100, this run uses 1048576"), std::string::npos) << err_;
+  ASSERT_EQ(Run("dedup -q -i " + Path("day2.jsonl") + " -o " + Path("k") + " -d " + Path("d") + " --load-index " +
+                Path("idx") + " --max-text-bytes 100"),
+            0)
+      << err_;
+  EXPECT_NE(ReadFile(Path("d")).find("\"duplicate_of\": \"a\""), std::string::npos) << ReadFile(Path("d"));
+  EXPECT_EQ(Run("dedup -q -i " + Path("day2.jsonl") + " -o " + Path("k") + " --load-index " + Path("idx") +
+                " --max-text-bytes 100 --tokenizer icu-words"),
+            1);
+  const std::string manifest = ReadFile(Path("idx/manifest.json"));
+  const std::string id = nlohmann::json::parse(manifest)["scheme_id"];
+  EXPECT_NE(err_.find("(scheme " + id + ", this run "), std::string::npos) << err_ << manifest;
+}
+
 // Regression (issue 17, adversarial test, 2026-11-29): a --spill-dir inside
 // an --input directory was accepted; after a SIGKILL the next run listed the
 // stale scratch files as inputs, removed them as stale scratch, then failed

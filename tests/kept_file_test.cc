@@ -109,6 +109,31 @@ TEST_F(KeptFileTest, OtherSchemeOrShinglesAreRefused) {
   EXPECT_EQ(ReadKeptFile(path_ + ".none", scheme_, nullptr).status().code(), Status::Code::kIOError);
 }
 
+// Regression (adversarial test, 2026-11-29): --max-text-bytes was not
+// recorded, so an index saved with another cut loaded without a word and
+// missed exact repeats of its long texts. It is now recorded and compared;
+// a file that records none (written before) is read as before.
+TEST_F(KeptFileTest, AnotherMaxTextBytesIsRefusedWhereRecorded) {
+  auto read = [&](std::optional<uint64_t> max) {
+    KeptFileScheme s = scheme_;
+    s.max_text_bytes = max;
+    return ReadKeptFile(path_, s, [](uint64_t, std::string_view, const DocSignature&) { return Status::OK(); });
+  };
+  scheme_.max_text_bytes = 100;
+  Write();
+  EXPECT_TRUE(read(100).ok());
+  EXPECT_TRUE(read(std::nullopt).ok());
+  const auto other = read(uint64_t{1} << 20);
+  EXPECT_EQ(other.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(other.status().ToString().find("saved with --max-text-bytes 100, this run uses 1048576"), std::string::npos)
+      << other.status().ToString();
+  EXPECT_EQ(read(0).status().code(), Status::Code::kFailedPrecondition);
+  scheme_.max_text_bytes = std::nullopt;  // as written before 2026-11-30: flags 0
+  Write();
+  EXPECT_TRUE(read(100).ok());
+  EXPECT_TRUE(read(0).ok());
+}
+
 TEST_F(KeptFileTest, AnUnfinishedWriterLeavesNothing) {
   {
     auto w = KeptFileWriter::Create(path_, scheme_);

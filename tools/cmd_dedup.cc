@@ -157,7 +157,7 @@ class DedupRun {
   // Adds the kept documents saved in `dir` by an earlier run: later
   // documents are judged against them, and a duplicate of one names its id.
   Status LoadKept(const std::string& dir) {
-    NEARDUP_ASSIGN_OR_RETURN(const uint64_t n, LoadKeptIndex(dir, dedup_, kept_ids_));
+    NEARDUP_ASSIGN_OR_RETURN(const uint64_t n, LoadKeptIndex(dir, dedup_, kept_ids_, f_.in.max_text_bytes));
     loaded_ += n;
     return Status::OK();
   }
@@ -252,7 +252,7 @@ class DedupRun {
       NEARDUP_ASSIGN_OR_RETURN(stats_file_, OpenOutput(f_.stats_json));
     }
     if (!f_.save_index.empty()) {
-      NEARDUP_ASSIGN_OR_RETURN(saved_, CreateSavedIndex(f_.save_index, dedup_));
+      NEARDUP_ASSIGN_OR_RETURN(saved_, CreateSavedIndex(f_.save_index, dedup_, f_.in.max_text_bytes));
     }
     files_ = inputs.size();
     inputs_ = inputs;
@@ -273,7 +273,7 @@ class DedupRun {
                                      "(changed since); remove the checkpoint to start afresh");
     }
     for (size_t i = 0; i < done; ++i) {
-      NEARDUP_RETURN_IF_ERROR(ReadKeptFile(checkpoint_->Kept(i), SchemeOf(dedup_),
+      NEARDUP_RETURN_IF_ERROR(ReadKeptFile(checkpoint_->Kept(i), SchemeOf(dedup_, f_.in.max_text_bytes),
                                            [&](uint64_t seq, std::string_view id, const DocSignature& sig) {
                                              kept_ids_.Add(seq, id);
                                              if (saved_) NEARDUP_RETURN_IF_ERROR(saved_->Add(seq, id, sig));
@@ -317,7 +317,7 @@ class DedupRun {
   Status ReadFile(std::unique_ptr<InputStream> in, const std::string& name, bool* stopped) {
     if (files_ > 1) bad_.SetSource(name);
     if (checkpoint_) {
-      NEARDUP_ASSIGN_OR_RETURN(segment_, KeptFileWriter::Create(checkpoint_->Kept(files_done_), SchemeOf(dedup_)));
+      NEARDUP_ASSIGN_OR_RETURN(segment_, KeptFileWriter::Create(checkpoint_->Kept(files_done_), SchemeOf(dedup_, f_.in.max_text_bytes)));
     }
     RecordReader reader(std::move(in), ToReaderOptions(f_.in, files_ > 1 ? name : ""));
     Batch next;

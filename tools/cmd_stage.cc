@@ -1138,6 +1138,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   auto created = Deduplicator::Create(*options);
   if (!created.ok()) return Fail(created.status());
   Deduplicator& dedup = *created.value();
+  const uint64_t max_text_bytes = (*shards)[0].header["settings"].value("max_text_bytes", uint64_t{1} << 20);
   if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters); !st.ok()) return Fail(st);
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
   std::error_code ec;
@@ -1151,13 +1152,13 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
     state.loaded = resume->value("loaded", uint64_t{0});
   } else {
     for (const std::string& dir : f.load_index) {
-      auto n = LoadKeptIndex(dir, dedup, state.kept_ids);
+      auto n = LoadKeptIndex(dir, dedup, state.kept_ids, max_text_bytes);
       if (!n.ok()) return Fail(n.status());
       state.loaded += *n;
     }
   }
   if (!f.save_index.empty()) {
-    auto saved = resume != nullptr ? ResumeSavedIndex(f.save_index, (*resume)["saved"]) : CreateSavedIndex(f.save_index, dedup);
+    auto saved = resume != nullptr ? ResumeSavedIndex(f.save_index, (*resume)["saved"]) : CreateSavedIndex(f.save_index, dedup, max_text_bytes);
     if (!saved.ok()) return Fail(saved.status());
     state.saved = std::move(saved).value();
     if (f.checkpoint) state.saved->KeepIfUnfinished();

@@ -120,8 +120,8 @@ inline std::string ManifestPath(const std::string& dir) {
   return (std::filesystem::path(dir) / "manifest.json").string();
 }
 
-inline KeptFileScheme SchemeOf(const Deduplicator& dedup) {
-  return {dedup.scheme_id(), static_cast<uint32_t>(dedup.options().recheck.shingle_size)};
+inline KeptFileScheme SchemeOf(const Deduplicator& dedup, uint64_t max_text_bytes) {
+  return {dedup.scheme_id(), static_cast<uint32_t>(dedup.options().recheck.shingle_size), max_text_bytes};
 }
 
 // What a checkpoint records of its --load-index directories: each one's
@@ -174,8 +174,9 @@ inline Status CheckSaveIsNotLoaded(const std::vector<std::string>& load_index, c
 // ids to `kept_ids` at the sequence numbers they get: later documents are
 // judged against them, and a duplicate of one names its id. Returns their
 // number.
-inline Result<uint64_t> LoadKeptIndex(const std::string& dir, Deduplicator& dedup, KeptIds& kept_ids) {
-  return ReadKeptFile(KeptFilePath(dir), SchemeOf(dedup), [&](uint64_t, std::string_view id, const DocSignature& sig) {
+inline Result<uint64_t> LoadKeptIndex(const std::string& dir, Deduplicator& dedup, KeptIds& kept_ids,
+                                      uint64_t max_text_bytes) {
+  return ReadKeptFile(KeptFilePath(dir), SchemeOf(dedup, max_text_bytes), [&](uint64_t, std::string_view id, const DocSignature& sig) {
     kept_ids.Add(dedup.next_sequence(), id);
     return dedup.AddKept(sig);
   });
@@ -183,11 +184,12 @@ inline Result<uint64_t> LoadKeptIndex(const std::string& dir, Deduplicator& dedu
 
 // Creates `dir` and its kept-document file (under a temporary name until
 // FinishSavedIndex).
-inline Result<std::unique_ptr<KeptFileWriter>> CreateSavedIndex(const std::string& dir, const Deduplicator& dedup) {
+inline Result<std::unique_ptr<KeptFileWriter>> CreateSavedIndex(const std::string& dir, const Deduplicator& dedup,
+                                                                uint64_t max_text_bytes) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError("cannot create --save-index directory " + dir + ": " + ec.message());
-  return KeptFileWriter::Create(KeptFilePath(dir), SchemeOf(dedup));
+  return KeptFileWriter::Create(KeptFilePath(dir), SchemeOf(dedup, max_text_bytes));
 }
 
 // The kept-document file under its name, then the manifest that describes

@@ -3,7 +3,8 @@
 //          8  u32     format version (1)
 //         12  u32     shingle size
 //         16  u64     fingerprint scheme id
-//         24  u64     flags (0)
+//         24  u64     flags: bit 63 set = bits 0..62 hold the --max-text-bytes the
+//                     signatures were made with (0 in files before 2026-11-30)
 //         32  records: u64 sequence, u64 content_hash, u64 fingerprint, u8 has_features,
 //                      u32 id length, id bytes,
 //                      u32 extra length, EncodeSignatureExtra bytes
@@ -31,6 +32,7 @@ constexpr char kMagic[8] = {'N', 'D', 'U', 'P', 'K', 'E', 'P', 'T'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kTrailerSize = 16;
+constexpr uint64_t kHasMaxTextBytes = uint64_t{1} << 63;
 // A signature's extra bytes: 11 + 4 * kSketchSize; anything longer is damage.
 constexpr size_t kMaxExtraBytes = 64 * 1024;
 
@@ -59,7 +61,7 @@ Result<std::unique_ptr<KeptFileWriter>> KeptFileWriter::Create(const std::string
   EncodeFixed32(header + 8, kVersion);
   EncodeFixed32(header + 12, scheme.shingle_size);
   EncodeFixed64(header + 16, scheme.scheme_id);
-  EncodeFixed64(header + 24, 0);
+  EncodeFixed64(header + 24, scheme.max_text_bytes ? kHasMaxTextBytes | *scheme.max_text_bytes : 0);
   NEARDUP_RETURN_IF_ERROR(w->Write(header, kHeaderSize));
   return w;
 }
@@ -197,13 +199,23 @@ Status CheckHeader(const char* h, const std::string& path, const KeptFileScheme&
   }
   const KeptFileScheme found{DecodeFixed64(h + 16), DecodeFixed32(h + 12)};
   if (found.scheme_id != expected.scheme_id) {
-    return Status::FailedPrecondition(path + ": saved with other fingerprint settings (scheme " +
-                                      std::to_string(found.scheme_id) + ", this run " +
-                                      std::to_string(expected.scheme_id) + ")");
+    // In hex, as the manifest and --stats-json print scheme ids.
+    char ids[64];
+    std::snprintf(ids, sizeof ids, "scheme %016llx, this run %016llx", static_cast<unsigned long long>(found.scheme_id),
+                  static_cast<unsigned long long>(expected.scheme_id));
+    return Status::FailedPrecondition(path + ": saved with other fingerprint settings (" + ids + ")");
   }
   if (found.shingle_size != expected.shingle_size) {
     return Status::FailedPrecondition(path + ": saved with --shingle-size " + std::to_string(found.shingle_size) +
                                       ", this run uses " + std::to_string(expected.shingle_size));
+  }
+  // A long text's signature covers its first --max-text-bytes: with another
+  // cut, an exact repeat of a saved text gets another signature and is missed.
+  const uint64_t flags = DecodeFixed64(h + 24);
+  if ((flags & kHasMaxTextBytes) && expected.max_text_bytes && (flags & ~kHasMaxTextBytes) != *expected.max_text_bytes) {
+    return Status::FailedPrecondition(path + ": saved with --max-text-bytes " +
+                                      std::to_string(flags & ~kHasMaxTextBytes) + ", this run uses " +
+                                      std::to_string(*expected.max_text_bytes));
   }
   return Status::OK();
 }

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,10 @@ namespace neardup {
 struct KeptFileScheme {
   uint64_t scheme_id = 0;     // Fingerprinter::scheme_id()
   uint32_t shingle_size = 0;  // RecheckOptions::shingle_size
+  // The batch job's --max-text-bytes (0: no limit): what part of a long text
+  // its signature covers. nullopt: not known (files written before
+  // 2026-11-30 record none), and then not compared.
+  std::optional<uint64_t> max_text_bytes;
   friend bool operator==(const KeptFileScheme&, const KeptFileScheme&) = default;
 };
 
