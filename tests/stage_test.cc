@@ -916,6 +916,66 @@ TEST_F(StageTest, MemoryLimitCheckpointResumesAfterACrashAnywhere) {
   EXPECT_GE(resumed, 3);  // most crash points are past a recorded round
 }
 
+// Issue 17 ("continues from its last completed input file"): with
+// --checkpoint, a --memory-limit run records its place at the end of every
+// input file inside a round too, not only at the rounds' ends. A run killed
+// after any batch resumes from the last input file it completed, whether
+// the round was still deciding (its kept documents so far reloaded, with
+// the --load-index documents in round 1) or only searching (both spills
+// where they stood), and gives the uninterrupted outputs byte for byte.
+TEST_F(StageTest, MemoryLimitCheckpointResumesInsideARound) {
+  std::vector<std::string> lines;
+  std::istringstream sample(ReadAll(kSample));
+  for (std::string l; std::getline(sample, l);) lines.push_back(l);
+  std::string in;
+  for (size_t p = 0; p < 6; ++p) {  // 6 files; 12M gives 3 rounds of 2 or 3 files each
+    std::string part = p == 3 ? "{broken\n" : "";
+    for (size_t i = p * lines.size() / 6; i < (p + 1) * lines.size() / 6; ++i) part += lines[i] + "\n";
+    WriteAll(Path("p" + std::to_string(p) + ".jsonl"), part);
+    in += " -i '" + Path("p" + std::to_string(p) + ".jsonl") + "'";
+  }
+  ASSERT_EQ(Run("dedup -q -i '" + Path("p5.jsonl") + "' -o /dev/null --save-index '" + Path("old") + "'"), 0) << err_;
+  const std::string run = "dedup" + in + " -o '" + Path("kept") + "' -d '" + Path("dups") + "' --rejects '" +
+                          Path("rej") + "' --load-index '" + Path("old") + "' --save-index '" + Path("ix") +
+                          "' --stats-json '" + Path("st.json") + "' --memory-limit 12M";
+  const std::vector<std::string> outputs{"kept", "dups", "rej", "ix/kept.ndk", "ix/manifest.json"};
+  ASSERT_EQ(Run(run), 0) << err_;
+  std::vector<std::string> expected;
+  for (const std::string& o : outputs) expected.push_back(ReadAll(Path(o)));
+  ASSERT_NE(expected[1].find("\"similarity\""), std::string::npos);  // duplicates of the loaded index among them
+  const auto stats = nlohmann::json::parse(ReadAll(Path("st.json")));
+  ASSERT_EQ(stats["rounds"].get<int>(), 3);
+  const std::string checkpointed = run + " --checkpoint '" + Path("ck") + "'";
+  int deciding = 0, searching = 0, in_round_1 = 0;
+  for (int crash = 1;; ++crash) {
+    SCOPED_TRACE("crash after batch " + std::to_string(crash));
+    ASSERT_LT(crash, 100);
+    std::system(("rm -rf '" + Path("ck") + "' '" + Path("ix") + "'").c_str());
+    const int rc = RunCrashingAfter(crash, checkpointed + " -q");
+    if (rc == 0) break;  // past the run's last batch
+    ASSERT_EQ(rc, 137) << err_;
+    bool inside = false;
+    if (::access(Path("ck/rounds/rounds.json").c_str(), F_OK) == 0) {
+      const auto state = nlohmann::json::parse(ReadAll(Path("ck/rounds/rounds.json")));
+      if ((inside = state["in_round"].is_object())) {
+        (state["in_round"]["deciding"].get<bool>() ? deciding : searching)++;
+        in_round_1 += state["rounds"] == 0;
+      }
+    }
+    ASSERT_EQ(Run(checkpointed), 0) << err_;
+    EXPECT_EQ(err_.find(", input ") != std::string::npos, inside) << err_;  // the message names the place
+    for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(ReadAll(Path(outputs[i])), expected[i]) << outputs[i];
+    const auto again = nlohmann::json::parse(ReadAll(Path("st.json")));
+    for (const char* key : {"documents", "kept", "duplicates", "lines", "bad_lines", "rounds", "files"}) {
+      EXPECT_EQ(again.at(key), stats.at(key)) << key;
+    }
+    EXPECT_NE(::access(Path("ck").c_str(), F_OK), 0) << "the checkpoint is removed when the run succeeds";
+  }
+  EXPECT_GE(deciding, 2);
+  EXPECT_GE(searching, 2);
+  EXPECT_GE(in_round_1, 2);
+}
+
 // A write that fails (here the file size limit, as a full disk: exit 1,
 // kStorageFull) in any round, or while the outputs are written, leaves the
 // checkpoint as it was at the last round's end; the same command, once
@@ -973,9 +1033,11 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   const auto inputs = RoundsCorpus(dir_);
   const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("kept") +
                           "' --save-index '" + Path("ix") + "' --memory-limit 1 --checkpoint '" + Path("ck") + "'";
-  auto crash_in_round_3 = [&] {
+  // After 10 batches the checkpoint is round 3's start, after 11 the end of
+  // its first input (the decisions of that input finished).
+  auto crash_in_round_3 = [&](int batches = 11) {
     std::system(("rm -rf '" + Path("ck") + "'").c_str());
-    ASSERT_EQ(RunCrashingAfter(11, run), 137);
+    ASSERT_EQ(RunCrashingAfter(batches, run), 137);
     ASSERT_EQ(::access(Path("ck/rounds/rounds.json").c_str(), F_OK), 0);
   };
   auto flip = [&](const std::string& path, long at) {
@@ -1023,9 +1085,12 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   std::filesystem::rename(Path("b.jsonl"), Path("in/b.jsonl"));  // the same file again: it resumes
   EXPECT_EQ(Run(in_dir), 0) << err_;
 
-  crash_in_round_3();
+  crash_in_round_3(10);
   std::string unfinished;
-  for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds/dec"))) unfinished = e.path().string();
+  for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds/dec"))) {
+    if (e.path().extension() == ".tmp") unfinished = e.path().string();
+  }
+  ASSERT_FALSE(unfinished.empty());
   flip(unfinished, 300);
   EXPECT_NE(Run(run), 0);
   EXPECT_NE(err_.find("differs from what the checkpoint recorded"), std::string::npos) << err_;
@@ -1034,6 +1099,16 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   flip(Path("ck/rounds/index/kept.ndk.tmp"), 40);
   EXPECT_NE(Run(run), 0);
   EXPECT_NE(err_.find("differs from what the checkpoint recorded"), std::string::npos) << err_;
+
+  // The round's kept documents so far (reloaded when a round resumes
+  // inside it): checksummed like any kept-document file.
+  crash_in_round_3();
+  ASSERT_EQ(nlohmann::json::parse(ReadAll(Path("ck/rounds/rounds.json")))["in_round"]["segments"],
+            nlohmann::json::array({0}));
+  flip(Path("ck/rounds/kept-2-0.ndk"), 60);
+  EXPECT_EQ(Run(run), 1);
+  EXPECT_NE(err_.find("kept-2-0.ndk"), std::string::npos) << err_;
+  EXPECT_NE(::access(Path("kept").c_str(), F_OK), 0);
 
   crash_in_round_3();
   for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds"))) {

@@ -429,6 +429,7 @@ struct DecideState {
   uint64_t documents = 0;  // this run's documents decided so far (sequence loaded + documents next)
   uint64_t kept = 0;       // of them kept
   std::unique_ptr<KeptFileWriter> saved;      // --save-index
+  KeptFileWriter* segment = nullptr;          // --memory-limit --checkpoint: the round's kept documents of this shard
   std::unique_ptr<Clusters> clusters;         // --clusters
   std::vector<DedupDecision> longest;         // --keep longest: every decision, in input order
   bool keep_longest = false;
@@ -505,6 +506,7 @@ Status WriteDecision(StagedDoc& doc, const DedupDecision& d, DecideState& st, St
   } else {
     ++st.kept;
     if (st.saved) NEARDUP_RETURN_IF_ERROR(st.saved->Add(sequence, doc.id, doc.sig));
+    if (st.segment) NEARDUP_RETURN_IF_ERROR(st.segment->Add(sequence, doc.id, doc.sig));
     if (!st.keep_longest) st.kept_ids.Add(sequence, doc.id);
   }
   thread_local std::string out;
@@ -670,19 +672,32 @@ class SpillFile {
   Status Verify(const Json& written, const std::string& path) {
     XXH3_state_t* h = XXH3_createState();
     XXH3_64bits_reset(h);
-    uint64_t bytes = 0;
-    std::vector<char> buf(1 << 20);
-    for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), file_)) > 0; bytes += n) XXH3_64bits_update(h, buf.data(), n);
-    const uint64_t digest = XXH3_64bits_digest(h);
+    const Status st = HashedPrefix(written, path, /*whole=*/true, h);
     XXH3_freeState(h);
-    if (std::ferror(file_)) return ReadError();
     std::rewind(file_);
-    bool same = false;
-    try {
-      same = bytes == written.at("bytes").get<uint64_t>() && digest == written.at("digest").get<uint64_t>();
-    } catch (const Json::exception&) {
+    return st;
+  }
+
+  // A spill a checkpoint left unfinished (`written`: its Written() then),
+  // cut back to that length and appended to from there, as if this process
+  // had written it. kCorruption when its first bytes are not those.
+  static Result<std::unique_ptr<SpillFile>> Reopen(const std::string& path, const Json& written) {
+    std::FILE* file = std::fopen(path.c_str(), "r+b");
+    if (file == nullptr) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+    std::unique_ptr<SpillFile> spill(new SpillFile(file));
+    NEARDUP_RETURN_IF_ERROR(spill->HashedPrefix(written, path, /*whole=*/false, spill->hash_));
+    spill->bytes_ = written.at("bytes").get<uint64_t>();
+    if (std::fflush(file) != 0 || ::ftruncate(fileno(file), static_cast<off_t>(spill->bytes_)) != 0 ||
+        std::fseek(file, static_cast<long>(spill->bytes_), SEEK_SET) != 0) {
+      return Status::IOError("cannot cut " + path + " back to the checkpoint: " + std::strerror(errno));
     }
-    if (!same) return Status::Corruption(path + ": damaged (not the length or checksum the checkpoint recorded)");
+    return spill;
+  }
+
+  // Where the reads stand (a checkpoint records it), and a return there.
+  uint64_t Tell() const { return static_cast<uint64_t>(std::ftell(file_)); }
+  Status Seek(uint64_t offset) {
+    if (std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0) return ReadError();
     return Status::OK();
   }
 
@@ -720,6 +735,28 @@ class SpillFile {
 
  private:
   explicit SpillFile(std::FILE* file) : file_(file), hash_(XXH3_createState()) { XXH3_64bits_reset(hash_); }
+  // Hashes into `h` the file's first written["bytes"] bytes (all of it, which
+  // must be that long, when `whole`) and checks their XXH3 against
+  // written["digest"]. kCorruption when either differs.
+  Status HashedPrefix(const Json& written, const std::string& path, bool whole, XXH3_state_t* h) {
+    const std::string damaged = path + ": damaged (not the length or checksum the checkpoint recorded)";
+    uint64_t want = 0, want_digest = 0;
+    try {
+      want = written.at("bytes").get<uint64_t>(), want_digest = written.at("digest").get<uint64_t>();
+    } catch (const Json::exception&) {
+      return Status::Corruption(damaged);
+    }
+    uint64_t bytes = 0;
+    std::vector<char> buf(1 << 20);
+    for (size_t n; bytes < want || whole; bytes += n) {
+      n = std::fread(buf.data(), 1, whole ? buf.size() : std::min<uint64_t>(buf.size(), want - bytes), file_);
+      if (n == 0) break;
+      XXH3_64bits_update(h, buf.data(), n);
+    }
+    if (std::ferror(file_)) return ReadError();
+    if (bytes != want || XXH3_64bits_digest(h) != want_digest) return Status::Corruption(damaged);
+    return Status::OK();
+  }
   void Append(const void* data, size_t n) { record_.append(static_cast<const char*>(data), n); }
   static Status WriteError() { return FileWriteError("writing a spill file of --memory-limit", errno); }
   Status ReadError() const {
@@ -742,19 +779,34 @@ using ShardReader =
     std::function<Result<Json>(size_t s, uint64_t skip, const std::function<Status(StagedDoc&)>& each)>;
 
 // dedup --memory-limit --checkpoint DIR (docs/cli.md, "Resuming an
-// interrupted run"): the rounds' files live in DIR/rounds, and at the end of
-// every round but the last, once they are durable, rounds.json records where
-// the next round starts and what the rounds carry (the counters, each
-// shard's first document and summary, the unfinished decision file's and
-// --save-index's length and checksum, the next round's spill). A restart with
-// the same command line continues with that round: a crash loses at most the
-// round it interrupted.
+// interrupted run"): the rounds' files live in DIR/rounds. At the end of
+// every input file a round reads (but the last), and at the end of every
+// round (but the last), once they are durable, rounds.json records where
+// the run stands and what the rounds carry: the counters, each shard's first
+// document and summary, the unfinished decision file's and --save-index's
+// length and checksum, the spills' lengths and checksums, the round's kept
+// documents so far (kept-R-S.ndk: those it kept while reading input S). A
+// restart with the same command line reloads them and continues with the
+// next input file: a crash loses at most the file it interrupted.
 struct RoundCheckpoint {
-  std::string dir;                    // DIR/rounds: dec/, index/, spill-N, rounds.json
+  std::string dir;                    // DIR/rounds: dec/, index/, spill-N, kept-R-S.ndk, rounds.json
   std::optional<Json> resume;         // the state of the run being resumed, or none
   std::function<Status(Json*)> save;  // adds the caller's part (command line, inputs, bad lines), made durable
   std::string State() const { return dir + "/rounds.json"; }
   std::string Spill(int round) const { return dir + "/spill-" + std::to_string(round); }
+  std::string Segment(int round, size_t shard) const {
+    return dir + "/kept-" + std::to_string(round) + "-" + std::to_string(shard) + ".ndk";
+  }
+};
+
+// Where a round stands between two shards: the next shard to read, the
+// stream index of its first document, and whether the round still decides
+// (else the index of the first document it left undecided).
+struct RoundPosition {
+  size_t shard = 0;
+  uint64_t g = 0;
+  bool deciding = true;
+  uint64_t split = 0;
 };
 
 // What the rounds share: the shards, where the decision files stand, the budget.
@@ -775,6 +827,11 @@ struct Rounds {
   uint64_t visits = 0;  // documents read by the rounds so far (each round reads all after its start)
   uint64_t last_decided = 0;  // how many documents the last round decided
   RoundCheckpoint* checkpoint = nullptr;  // dedup --checkpoint, or null
+  DedupStats total;                       // of the rounds before this one
+  uint64_t max_text_bytes = 0;            // the run's setting (the kept files' scheme)
+  Json in_spill;                          // the round's input spill as its writer left it (Written()), or null
+  std::unique_ptr<KeptFileWriter> segment;  // with a checkpoint: this shard's kept documents of the round
+  std::vector<size_t> segments;             // the shards whose kept documents of this round are in files
   // The share of the inputs' bytes read so far (dedup: it reads the inputs),
   // or null: round 1's estimate of the number of documents.
   std::function<double()> fraction_read;
@@ -857,15 +914,19 @@ Status SameAsFirstRead(const Json& summary, size_t s, Rounds& r) {
   return Status::OK();
 }
 
-// One round from stream index `start`: returns the index of the first document
-// it left undecided (the number of documents when it decided them all), and
-// in *out the spill for the next round.
+Status SaveInRound(const Deduplicator& dedup, uint64_t start, SpillFile* in, SpillFile* out,
+                   const RoundPosition& at, const DecideState& st, Rounds& r);
+
+// One round from stream index `start`, from `at` (a resumed round's place, or
+// its first shard): returns the index of the first document it left
+// undecided (the number of documents when it decided them all), and in *out
+// the spill for the next round.
 Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in, std::unique_ptr<SpillFile>* out,
-                             DecideState& st, Rounds& r) {
+                             DecideState& st, Rounds& r, RoundPosition at) {
   constexpr size_t kBatch = 4096;
   const bool first_round = r.rounds == 0;
-  bool deciding = true;
-  uint64_t g = 0, split = 0;
+  bool deciding = at.deciding;
+  uint64_t g = at.g, split = at.split;
   std::vector<StagedDoc> docs;
   std::vector<Provisional> priors;
   std::vector<DocSignature> sigs;
@@ -902,7 +963,7 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
   auto stop_deciding_when_full = [&] {
     if (deciding && OverBudget(dedup, st, r)) deciding = false, split = g;
   };
-  for (size_t s = r.finished_shards; s < r.shards.size(); ++s) {
+  for (size_t s = at.shard; s < r.shards.size(); ++s) {
     const ShardInfo& shard = r.shards[s];
     if (first_round) r.shard_first.push_back(g);
     g = r.shard_first[s];
@@ -913,6 +974,11 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
       if (deciding && !r.writer) {
         NEARDUP_ASSIGN_OR_RETURN(r.writer, OpenDecisions(shard, DecisionsPath(r.output_dir, static_cast<int>(s)), st));
         if (r.checkpoint) r.writer->KeepIfUnfinished();
+      }
+      if (deciding && r.checkpoint && !r.segment) {
+        NEARDUP_ASSIGN_OR_RETURN(r.segment, KeptFileWriter::Create(r.checkpoint->Segment(r.rounds, s),
+                                                                   SchemeOf(dedup, r.max_text_bytes)));
+        st.segment = r.segment.get();
       }
       ++r.visits;
       docs.push_back(std::move(doc));
@@ -937,6 +1003,15 @@ Result<uint64_t> DecideRound(Deduplicator& dedup, uint64_t start, SpillFile* in,
       ++r.finished_shards;
     }
     stop_deciding_when_full();
+    if (r.segment) {
+      st.segment = nullptr;
+      NEARDUP_RETURN_IF_ERROR(r.segment->Finish());
+      r.segment.reset();
+      r.segments.push_back(s);
+    }
+    if (r.checkpoint && s + 1 < r.shards.size()) {
+      NEARDUP_RETURN_IF_ERROR(SaveInRound(dedup, start, in, out->get(), {s + 1, g, deciding, split}, st, r));
+    }
   }
   if (first_round) r.shard_first.push_back(g);
   ++r.rounds;
@@ -959,25 +1034,22 @@ Json UnfinishedJson(const Writer& w, uint64_t count) {
   return {{"bytes", w.bytes()}, {"records", count}, {"digest", w.digest()}};
 }
 
-// The end of a round that a next one follows (`start`, reading spill `in`),
-// made durable and recorded in rounds.json (RoundCheckpoint).
-Status SaveRounds(const DedupStats& total, uint64_t start, SpillFile& in, const DecideState& st, Rounds& r) {
-  RoundCheckpoint& c = *r.checkpoint;
-  NEARDUP_RETURN_IF_ERROR(in.Sync());
+// What rounds.json records of the rounds (RoundCheckpoint), the unfinished
+// files made durable first. `start`: where the round to continue starts.
+Result<Json> RoundsJson(uint64_t start, const DecideState& st, Rounds& r) {
   Json j;
-  j["version"] = 1;
-  j["spill"] = in.Written();
+  j["version"] = 2;
   j["rounds"] = r.rounds, j["start"] = start, j["finished_shards"] = r.finished_shards;
   j["shard_first"] = r.shard_first, j["summaries"] = r.summaries;
   j["visits"] = r.visits, j["last_decided"] = r.last_decided, j["peak_memory"] = r.peak_memory;
   j["elapsed_seconds"] = Since(r.started);
-  j["stats"] = StatsJson(total);
+  j["stats"] = StatsJson(r.total);
   const LineCounts& n = st.totals.counts;
   j["totals"] = {{"files", n.files},       {"lines", n.lines},
                  {"bad_lines", n.bad_lines}, {"blank_lines", n.blank_lines},
                  {"truncated_texts", n.truncated_texts}, {"invalid_utf8", st.totals.invalid_utf8}};
   j["documents"] = st.documents, j["kept"] = st.kept, j["loaded"] = st.loaded;
-  j["writer"] = nullptr, j["saved"] = nullptr;
+  j["writer"] = nullptr, j["saved"] = nullptr, j["in_round"] = nullptr;
   if (r.writer) {
     NEARDUP_RETURN_IF_ERROR(r.writer->Sync());
     j["writer"] = UnfinishedJson(*r.writer, r.writer->records());
@@ -987,15 +1059,61 @@ Status SaveRounds(const DedupStats& total, uint64_t start, SpillFile& in, const 
     j["saved"] = UnfinishedJson(*st.saved, st.saved->documents());
   }
   NEARDUP_RETURN_IF_ERROR(CheckpointFiles::SyncPath(r.output_dir));  // the finished decision files' names
-  NEARDUP_RETURN_IF_ERROR(c.save(&j));
-  NEARDUP_RETURN_IF_ERROR(CheckpointFiles::WriteDurably(c.State(), j.dump(1) + "\n"));
+  return j;
+}
+
+// rounds.json written, with the caller's part, durably.
+Status WriteRounds(Json& j, Rounds& r) {
+  NEARDUP_RETURN_IF_ERROR(r.checkpoint->save(&j));
+  return CheckpointFiles::WriteDurably(r.checkpoint->State(), j.dump(1) + "\n");
+}
+
+// The end of a round that a next one follows (`start`, reading spill `in`),
+// made durable and recorded in rounds.json (RoundCheckpoint).
+Status SaveRounds(uint64_t start, SpillFile& in, const DecideState& st, Rounds& r) {
+  RoundCheckpoint& c = *r.checkpoint;
+  NEARDUP_RETURN_IF_ERROR(in.Sync());
+  r.in_spill = in.Written();
+  NEARDUP_ASSIGN_OR_RETURN(Json j, RoundsJson(start, st, r));
+  j["spill"] = r.in_spill;
+  NEARDUP_RETURN_IF_ERROR(WriteRounds(j, r));
   std::remove(c.Spill(r.rounds - 1).c_str());  // the finished round's
+  for (size_t s : r.segments) std::remove(c.Segment(r.rounds - 1, s).c_str());
+  r.segments.clear();
   return Status::OK();
 }
 
-// The rounds as rounds.json left them: *start and *in for the next round.
-Status RestoreRounds(const Json& j, DedupStats* total, uint64_t* start, std::unique_ptr<SpillFile>* in,
-                     DecideState& st, Rounds& r) {
+// The end of a shard inside a round (`at`: where the round goes on), made
+// durable and recorded in rounds.json: the round's spills (where `in` is
+// read, what `out` holds), its kept documents' files, its counters.
+Status SaveInRound(const Deduplicator& dedup, uint64_t start, SpillFile* in, SpillFile* out,
+                   const RoundPosition& at, const DecideState& st, Rounds& r) {
+  Json round = {{"next_shard", at.shard}, {"g", at.g},         {"deciding", at.deciding},
+                {"split", at.split},      {"in_offset", 0},     {"out", nullptr},
+                {"stats", StatsJson(dedup.stats())}, {"segments", r.segments}};
+  if (in != nullptr) round["in_offset"] = in->Tell();
+  if (out != nullptr) {
+    NEARDUP_RETURN_IF_ERROR(out->Sync());
+    round["out"] = out->Written();
+  }
+  NEARDUP_ASSIGN_OR_RETURN(Json j, RoundsJson(start, st, r));
+  j["spill"] = r.in_spill;
+  j["in_round"] = std::move(round);
+  return WriteRounds(j, r);
+}
+
+DedupStats StatsOfJson(const Json& s) {
+  DedupStats d;
+  d.documents = s.at("documents"), d.kept = s.at("kept");
+  d.exact_duplicates = s.at("exact_duplicates"), d.near_duplicates = s.at("near_duplicates");
+  d.without_features = s.at("without_features");
+  return d;
+}
+
+// The rounds as rounds.json left them: *start and *in for the round to
+// continue (none in round 1).
+Status RestoreRounds(const Json& j, uint64_t* start, std::unique_ptr<SpillFile>* in, DecideState& st, Rounds& r) {
+  const Json* round = nullptr;
   try {
     r.rounds = j.at("rounds").get<int>(), *start = j.at("start").get<uint64_t>();
     r.finished_shards = j.at("finished_shards").get<size_t>();
@@ -1005,18 +1123,18 @@ Status RestoreRounds(const Json& j, DedupStats* total, uint64_t* start, std::uni
     r.peak_memory = j.at("peak_memory").get<size_t>();
     r.started -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(j.at("elapsed_seconds").get<double>()));
-    const Json& s = j.at("stats");
-    total->documents = s.at("documents"), total->kept = s.at("kept");
-    total->exact_duplicates = s.at("exact_duplicates"), total->near_duplicates = s.at("near_duplicates");
-    total->without_features = s.at("without_features");
+    r.total = StatsOfJson(j.at("stats"));
     const Json& t = j.at("totals");
     LineCounts& n = st.totals.counts;
     n.files = t.at("files"), n.lines = t.at("lines"), n.bad_lines = t.at("bad_lines");
     n.blank_lines = t.at("blank_lines"), n.truncated_texts = t.at("truncated_texts");
     st.totals.invalid_utf8 = t.at("invalid_utf8");
     st.documents = j.at("documents"), st.kept = j.at("kept");
-    if (r.shard_first.size() != r.shards.size() + 1 || r.summaries.size() != r.shards.size() ||
-        r.finished_shards >= r.shards.size() || *start >= r.shard_first.back()) {
+    if (j.contains("in_round") && !j["in_round"].is_null()) round = &j["in_round"];
+    // Round 1's shards are known up to where it stopped; later rounds' all.
+    const size_t known = r.rounds > 0 || round == nullptr ? r.shards.size() : round->at("next_shard").get<size_t>();
+    if (r.shard_first.size() != known + (known == r.shards.size()) || r.summaries.size() != known ||
+        r.finished_shards >= r.shards.size() || (known == r.shards.size() && *start >= r.shard_first.back())) {
       return Status::Corruption(r.checkpoint->State() + ": the rounds do not fit the inputs");
     }
     if (const Json& w = j.at("writer"); !w.is_null()) {
@@ -1024,39 +1142,79 @@ Status RestoreRounds(const Json& j, DedupStats* total, uint64_t* start, std::uni
                                                                  w.at("bytes"), w.at("records"), w.at("digest")));
       r.writer->KeepIfUnfinished();
     }
+    if (j.contains("spill")) r.in_spill = j["spill"];
   } catch (const Json::exception& e) {
     return Status::Corruption(r.checkpoint->State() + ": " + e.what());
   }
+  if (r.rounds == 0) return Status::OK();  // round 1 reads no spill
   NEARDUP_ASSIGN_OR_RETURN(*in, SpillFile::Named(r.checkpoint->Spill(r.rounds), false));
   // Checkpoints written before 2026-11-28 recorded no checksum of the spill.
-  if (j.contains("spill")) NEARDUP_RETURN_IF_ERROR((*in)->Verify(j["spill"], r.checkpoint->Spill(r.rounds)));
+  if (!r.in_spill.is_null()) NEARDUP_RETURN_IF_ERROR((*in)->Verify(r.in_spill, r.checkpoint->Spill(r.rounds)));
   return Status::OK();
+}
+
+// The round rounds.json's `in_round` left between two shards: its kept
+// documents reloaded in their order (the same index, the same stop keys),
+// its counters, its spills where they stood. Returns where it goes on.
+Result<RoundPosition> RestoreInRound(const Json& j, Deduplicator& dedup, SpillFile* in, std::unique_ptr<SpillFile>* out,
+                                     DecideState& st, Rounds& r) {
+  RoundPosition at;
+  try {
+    at = {j.at("next_shard").get<size_t>(), j.at("g").get<uint64_t>(), j.at("deciding").get<bool>(),
+          j.at("split").get<uint64_t>()};
+    r.segments = j.at("segments").get<std::vector<size_t>>();
+    if (at.shard >= r.shards.size() || (r.rounds > 0 && at.g != r.shard_first[at.shard])) {
+      return Status::Corruption(r.checkpoint->State() + ": the round's place does not fit the inputs");
+    }
+    if (in != nullptr) NEARDUP_RETURN_IF_ERROR(in->Seek(j.at("in_offset").get<uint64_t>()));
+    if (!j.at("out").is_null()) {
+      NEARDUP_ASSIGN_OR_RETURN(*out, SpillFile::Reopen(r.checkpoint->Spill(r.rounds + 1), j["out"]));
+    }
+    for (size_t s : r.segments) {
+      NEARDUP_RETURN_IF_ERROR(ReadKeptFile(r.checkpoint->Segment(r.rounds, s), SchemeOf(dedup, r.max_text_bytes),
+                                           [&](uint64_t seq, std::string_view id, const DocSignature& sig) {
+                                             st.kept_ids.Add(seq, id);
+                                             return dedup.AddKeptAt(seq, sig);
+                                           })
+                                  .status());
+    }
+    dedup.RestoreProgress(StatsOfJson(j.at("stats")), st.loaded + (at.deciding ? at.g : at.split));
+  } catch (const Json::exception& e) {
+    return Status::Corruption(r.checkpoint->State() + ": " + e.what());
+  }
+  return at;
 }
 
 // Every shard decided in rounds of at most r.budget bytes of kept documents;
 // *dedup ends as the last round's. Returns the stats of all rounds.
 Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideState& st, Rounds& r, bool quiet) {
-  DedupStats total;
-  std::unique_ptr<SpillFile> in;
+  std::unique_ptr<SpillFile> in, out;
   uint64_t start = 0;
+  RoundPosition at;
   if (r.checkpoint && r.checkpoint->resume) {
-    NEARDUP_RETURN_IF_ERROR(RestoreRounds(*r.checkpoint->resume, &total, &start, &in, st, r));
-    const DedupOptions options = (*dedup)->options();
-    dedup->reset();
-    NEARDUP_ASSIGN_OR_RETURN(*dedup, Deduplicator::Create(options));
-    (*dedup)->RestoreProgress(DedupStats{}, st.loaded + start);
+    const Json& j = *r.checkpoint->resume;
+    NEARDUP_RETURN_IF_ERROR(RestoreRounds(j, &start, &in, st, r));
+    if (r.rounds > 0) {  // round 1's --load-index documents are DecideRun's to load again
+      const DedupOptions options = (*dedup)->options();
+      dedup->reset();
+      NEARDUP_ASSIGN_OR_RETURN(*dedup, Deduplicator::Create(options));
+      (*dedup)->RestoreProgress(DedupStats{}, st.loaded + start);
+    }
+    at.shard = r.finished_shards;
+    if (j.contains("in_round") && !j["in_round"].is_null()) {
+      NEARDUP_ASSIGN_OR_RETURN(at, RestoreInRound(j["in_round"], **dedup, in.get(), &out, st, r));
+    }
   }
   for (;;) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<SpillFile> out;
-    NEARDUP_ASSIGN_OR_RETURN(const uint64_t next, DecideRound(**dedup, start, in.get(), &out, st, r));
-    AddStats((*dedup)->stats(), &total);
+    NEARDUP_ASSIGN_OR_RETURN(const uint64_t next, DecideRound(**dedup, start, in.get(), &out, st, r, at));
+    AddStats((*dedup)->stats(), &r.total);
     if (!quiet) {
       std::fprintf(stderr, "%s: round %d decided documents %llu to %llu (%.1f MB held), %.1f s\n", r.command,
                    r.rounds, static_cast<unsigned long long>(start), static_cast<unsigned long long>(next),
                    static_cast<double>(HeldBytes(**dedup, st)) / 1e6, Since(t0));
     }
-    if (next == r.shard_first.back()) return total;
+    if (next == r.shard_first.back()) return r.total;
     r.last_decided = next - start;
     const DedupOptions options = (*dedup)->options();
     dedup->reset();  // this round's memory goes before the next round's is taken
@@ -1072,7 +1230,8 @@ Result<DedupStats> DecideInRounds(std::unique_ptr<Deduplicator>* dedup, DecideSt
     NEARDUP_RETURN_IF_ERROR(out->Rewind());
     in = std::move(out);
     start = next;
-    if (r.checkpoint) NEARDUP_RETURN_IF_ERROR(SaveRounds(total, start, *in, st, r));
+    at = RoundPosition{r.finished_shards, 0, true, 0};
+    if (r.checkpoint) NEARDUP_RETURN_IF_ERROR(SaveRounds(start, *in, st, r));
   }
 }
 
@@ -1147,7 +1306,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   DecideState state(dedup);
   state.threads = ResolveThreads(f.threads);
   const Json* resume = f.checkpoint && f.checkpoint->resume ? &*f.checkpoint->resume : nullptr;
-  if (resume != nullptr) {
+  if (resume != nullptr && resume->value("rounds", 0) > 0) {
     // Past the first round: the loaded documents' matches are in the spill.
     state.loaded = resume->value("loaded", uint64_t{0});
   } else {
@@ -1155,6 +1314,11 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
       auto n = LoadKeptIndex(dir, dedup, state.kept_ids, max_text_bytes);
       if (!n.ok()) return Fail(n.status());
       state.loaded += *n;
+    }
+    if (resume != nullptr && resume->value("loaded", uint64_t{0}) != state.loaded) {
+      return Fail(Status::InvalidArgument(f.checkpoint->State() + ": the --load-index directories hold other "
+                                          "documents than the interrupted run loaded; remove the checkpoint to "
+                                          "start afresh"));
     }
   }
   if (!f.save_index.empty()) {
@@ -1174,6 +1338,7 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
     Rounds rounds{*shards, read, f.output_dir, RoundBudget(f.memory_limit), f.spill_dir};
     rounds.progress_seconds = f.quiet ? 0 : f.progress_seconds;
     rounds.checkpoint = f.checkpoint;
+    rounds.max_text_bytes = max_text_bytes;
     rounds.fraction_read = f.fraction_read;
     rounds.command = f.command;
     auto decided = DecideInRounds(&created.value(), state, rounds, f.quiet);
@@ -1772,8 +1937,12 @@ class AnalyzedInputs {
     return total > 0 ? static_cast<double>(read_bytes_ + reading_) / static_cast<double>(total) : 1.0;
   }
   bool stopped() const { return stopped_; }
-  // A resumed run: every input was read once before (its bad lines reported).
-  void SetAllRead() { read_ = a_.in.inputs.size(); }
+  // A resumed run: its first n inputs were read once before (their bad
+  // lines reported).
+  void SetRead(size_t n) {
+    read_ = std::min(n, shards_.size());
+    for (size_t i = 0; i < read_; ++i) read_bytes_ += shards_[i].header["input_bytes"].get<uint64_t>();
+  }
 
  private:
   const StagedDedupArgs& a_;
@@ -1839,7 +2008,8 @@ Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
   std::ifstream in(path);
   if (!in) return std::optional<Json>();
   Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1) {
+  // Version 1 (before 2026-11-30) recorded only the ends of rounds.
+  if (j.is_discarded() || !j.is_object() || (j.value("version", 0) != 1 && j.value("version", 0) != 2)) {
     return Status::Corruption(path + ": not a checkpoint this version can read; remove it to start afresh");
   }
   if (!CheckpointFiles::SameRun(j["command_line"])) {
@@ -1939,11 +2109,17 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   if (*resume) {
     if (Status st = CheckResumedInputs(**resume, shards, a); !st.ok()) return Fail(st);
     if (Status st = ResumeBadLines(**resume, a, bad); !st.ok()) return Fail(st);
-    inputs.SetAllRead();
+    const Json& was = **resume;
+    inputs.SetRead(was.contains("summaries") ? was["summaries"].size() : shards.size());
     if (!a.quiet) {
-      std::fprintf(stderr, "neardup: resuming from --checkpoint %s at round %d, document %llu\n", a.checkpoint.c_str(),
-                   (**resume).value("rounds", 0) + 1,
-                   static_cast<unsigned long long>((**resume).value("start", uint64_t{0})));
+      const Json& round = was.contains("in_round") ? was["in_round"] : Json();
+      const std::string input = round.is_object() ? ", input " + std::to_string(round.value("next_shard", 0) + 1) +
+                                                        " of " + std::to_string(shards.size())
+                                                  : "";
+      std::fprintf(stderr, "neardup: resuming from --checkpoint %s at round %d%s, document %llu\n",
+                   a.checkpoint.c_str(), was.value("rounds", 0) + 1, input.c_str(),
+                   static_cast<unsigned long long>(round.is_object() ? round.value("g", uint64_t{0})
+                                                                     : was.value("start", uint64_t{0})));
     }
   } else if (Status st = bad.Open(a.in, a.quiet); !st.ok()) {
     return Fail(st);
