@@ -6,7 +6,7 @@
 #   e.g. bench/memory_limit_run.sh /work/run200m 16G '/work/data200m/short-200m-part*.jsonl.zst'
 #
 # Runs dedup with --checkpoint OUT/ckpt, so running the same command again
-# after a kill continues after the last completed round (docs/cli.md,
+# after a kill continues after the last completed input file (docs/cli.md,
 # "Resuming a run in rounds"). Appends to OUT/log.txt the command, the
 # machine's load, every stderr line (round ends, progress) and /usr/bin/time's
 # wall, CPU and peak RSS; samples the process's RSS every 30 s into
