@@ -51,6 +51,16 @@ class StageTest : public ::testing::Test {
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
+  // The temporary files of outputs not yet complete (tools/pending_outputs.h)
+  // left in the test's directory.
+  std::vector<std::string> PendingOutputsLeft() const {
+    std::vector<std::string> left;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      if (e.path().filename().string().starts_with(".neardup-")) left.push_back(e.path().string());
+    }
+    return left;
+  }
+
   // `neardup <args>`; stderr in err_.
   int Run(const std::string& args) {
     const std::string cmd = "'" + kCli + "' " + args + " >/dev/null 2>'" + Path("stderr") + "'";
@@ -462,6 +472,51 @@ TEST_F(StageTest, FilterRefusesAnotherInput) {
             1);
 }
 
+// Regression (issue 17, adversarial test F2, 2026-11-29): stage filter's
+// and dedup --memory-limit's outputs were opened under their own names at
+// the start: a rerun emptied the last complete output at once, and a task
+// killed by SIGKILL left a partial file under the output's name, where a
+// scheduler would take it for a result. They are now written under a hidden
+// temporary name and renamed into place when complete
+// (tools/pending_outputs.h); what a SIGKILL leaves is removed by the next
+// run that writes that output.
+TEST_F(StageTest, OutputsAppearUnderTheirNamesOnlyWhenComplete) {
+  const auto inputs = SplitSample(2);
+  const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("out") + "' -d '" +
+                          Path("dups") + "' --memory-limit 1";
+  ASSERT_EQ(Run(run), 0) << err_;
+  const std::string kept = ReadAll(Path("out")), dups = ReadAll(Path("dups"));
+  ASSERT_FALSE(dups.empty());
+  WriteAll(Path("out"), "before\n");
+  WriteAll(Path("dups"), "before\n");
+  ASSERT_EQ(RunCrashingAfter(2, run), 137);
+  EXPECT_EQ(ReadAll(Path("out")), "before\n");
+  EXPECT_EQ(ReadAll(Path("dups")), "before\n");
+  EXPECT_EQ(PendingOutputsLeft().size(), 2u);  // SIGKILL: nothing ran
+  ASSERT_EQ(Run(run), 0) << err_;
+  EXPECT_EQ(ReadAll(Path("out")), kept);
+  EXPECT_EQ(ReadAll(Path("dups")), dups);
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});  // the killed run's went too
+
+  // stage filter: a task that fails leaves the last complete output.
+  ASSERT_EQ(Run("stage fingerprint -q -i '" + inputs[0] + "' -o '" + Path("0.sig") + "'"), 0) << err_;
+  ASSERT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -o '" + Path("dec") + "'"), 0) << err_;
+  const std::string filter = "stage filter -q -i '" + inputs[0] + "' --decisions '" + Path("dec/00000.dec") +
+                             "' -o '" + Path("f.jsonl.gz") + "' -d '" + Path("f.dups") + "'";
+  ASSERT_EQ(Run(filter), 0) << err_;
+  const std::string filtered = ReadAll(Path("f.jsonl.gz")), filtered_dups = ReadAll(Path("f.dups"));
+  EXPECT_EQ(filtered.substr(0, 2), "\x1f\x8b");  // compressed as its name says, under the temporary name too
+  std::string bytes = ReadAll(inputs[0]);
+  WriteAll(Path("kept-input"), bytes);
+  bytes[bytes.size() - 5] = bytes[bytes.size() - 5] == 'a' ? 'b' : 'a';  // same size: found at the end
+  WriteAll(inputs[0], bytes);
+  EXPECT_EQ(Run(filter), 1);
+  EXPECT_NE(err_.find("has changed since it was fingerprinted"), std::string::npos) << err_;
+  EXPECT_EQ(ReadAll(Path("f.jsonl.gz")), filtered);
+  EXPECT_EQ(ReadAll(Path("f.dups")), filtered_dups);
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
+}
+
 // --memory-limit (docs/SCALING.md, "Deciding in bounded memory"): inputs of
 // more than one decide batch (4,096 documents) per file, so that rounds end
 // inside a file as well as at its end. File 0: the sample, then each of its
@@ -698,15 +753,20 @@ TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   EXPECT_TRUE(std::filesystem::is_empty(Path("spill")));
   EXPECT_FALSE(std::filesystem::exists(Path("o")));
   EXPECT_FALSE(std::filesystem::exists(Path("d")));
-  // With --checkpoint: the outputs go, the checkpoint stays, and the same
-  // command then finishes with the uninterrupted run's outputs.
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
+  // With --checkpoint: the outputs' temporary files go, the checkpoint
+  // stays, and the same command then finishes with the uninterrupted run's
+  // outputs. The outputs of the run before stay as they were until then.
   ASSERT_EQ(std::system((run + " > /dev/null 2>&1").c_str()), 0);
   const std::string kept = ReadAll(Path("o")), dups = ReadAll(Path("d"));
   ASSERT_FALSE(dups.empty());
+  WriteAll(Path("o"), "before\n");
+  WriteAll(Path("d"), "before\n");
   const std::string checkpointed = run + " --checkpoint '" + Path("ck") + "'";
   terminate_when(checkpointed, "[ -e '" + Path("ck/rounds/rounds.json") + "' ]");
-  EXPECT_FALSE(std::filesystem::exists(Path("o")));
-  EXPECT_FALSE(std::filesystem::exists(Path("d")));
+  EXPECT_EQ(ReadAll(Path("o")), "before\n");
+  EXPECT_EQ(ReadAll(Path("d")), "before\n");
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
   EXPECT_TRUE(std::filesystem::exists(Path("ck/rounds/rounds.json")));
   ASSERT_EQ(std::system((checkpointed + " > /dev/null 2>&1").c_str()), 0);
   EXPECT_EQ(ReadAll(Path("o")), kept);
@@ -1053,6 +1113,9 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   EXPECT_EQ(Run(run + " -k 4"), 2);
   EXPECT_NE(err_.find("holds another run"), std::string::npos) << err_;
   EXPECT_EQ(Run(run + " --threads 1 --progress 5"), 0) << err_;  // threads and progress change no output
+  // A failed run leaves this output as it was (tools/pending_outputs.h).
+  const std::string complete = ReadAll(Path("kept"));
+  ASSERT_FALSE(complete.empty());
 
   crash_in_round_3();
   const std::string text = ReadAll(inputs[1]);
@@ -1108,7 +1171,8 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   flip(Path("ck/rounds/kept-2-0.ndk"), 60);
   EXPECT_EQ(Run(run), 1);
   EXPECT_NE(err_.find("kept-2-0.ndk"), std::string::npos) << err_;
-  EXPECT_NE(::access(Path("kept").c_str(), F_OK), 0);
+  EXPECT_EQ(ReadAll(Path("kept")), complete);
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
 
   crash_in_round_3();
   for (const auto& e : std::filesystem::directory_iterator(Path("ck/rounds"))) {
@@ -1116,7 +1180,8 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   }
   EXPECT_NE(Run(run), 0);
   EXPECT_NE(err_.find("damaged (not the length or checksum the checkpoint recorded)"), std::string::npos) << err_;
-  EXPECT_NE(::access(Path("kept").c_str(), F_OK), 0);
+  EXPECT_EQ(ReadAll(Path("kept")), complete);
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
 
   // Regression (issue 17, adversarial test): one changed byte of the spill,
   // a match's similarity or id, was taken as the next round's prior (a wrong
@@ -1128,7 +1193,7 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
     }
     EXPECT_EQ(Run(run), 1) << at;
     EXPECT_NE(err_.find("damaged (not the length or checksum the checkpoint recorded)"), std::string::npos) << err_;
-    EXPECT_NE(::access(Path("kept").c_str(), F_OK), 0);
+    EXPECT_EQ(ReadAll(Path("kept")), complete);
   }
 
   // Standard input cannot be read again.
@@ -1208,6 +1273,7 @@ TEST_F(StageTest, MemoryLimitFailureLeavesNothing) {
             1);
   EXPECT_NE(::access(Path("out").c_str(), F_OK), 0);
   EXPECT_NE(::access(Path("dups").c_str(), F_OK), 0);
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
   std::string left;
   for (const auto& e : std::filesystem::directory_iterator(dir_)) {
     if (e.path().filename().string().starts_with("neardup-")) left += e.path().string() + " ";

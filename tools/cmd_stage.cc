@@ -43,6 +43,7 @@
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/staged_files.h"
 #include "dedup_checkpoint.h"
+#include "pending_outputs.h"
 #include "util/append_file.h"
 #include "util/special_file.h"
 #include "util/temp_file.h"
@@ -1518,17 +1519,20 @@ int RunFilter(const FilterFlags& f) {
                                         h.value("input", std::string("file")) + " had " +
                                         std::to_string(expected_bytes) + ")"));
   }
+  // A failed or killed task leaves no partial output, and a task run again
+  // keeps the last complete one until it replaces it.
+  PendingOutputs pending;
   std::vector<FilePtr> outs;
   std::vector<std::string> out_paths;
   for (int i = 0; i < f.output_shards; ++i) {
     out_paths.push_back(ShardPath(f.output, i, f.output_shards));
-    auto out = OpenOutput(out_paths.back());
+    auto out = pending.Open(out_paths.back());
     if (!out.ok()) return Fail(out.status());
     outs.push_back(std::move(out).value());
   }
   FilePtr dups;
   if (!f.duplicates.empty()) {
-    auto d = OpenOutput(f.duplicates);
+    auto d = pending.Open(f.duplicates);
     if (!d.ok()) return Fail(d.status());
     dups = std::move(d).value();
   }
@@ -1545,14 +1549,8 @@ int RunFilter(const FilterFlags& f) {
   }
   Status closed_dups = FinishOutput(std::move(dups), f.duplicates);
   if (st.ok()) st = closed_dups;
-  if (!st.ok()) {
-    // Outputs of a failed task must not be mistaken for a result.
-    out_paths.push_back(f.duplicates);
-    for (const std::string& path : out_paths) {
-      if (!path.empty() && path != "-" && !IsSpecialFile(path)) std::remove(path.c_str());
-    }
-    return Fail(st);
-  }
+  if (st.ok()) st = pending.Commit();
+  if (!st.ok()) return Fail(st);  // the outputs of a failed task go (PendingOutputs)
   if (!f.quiet) {
     std::fprintf(stderr, "neardup stage filter: %s: %llu records written, %.3f s\n", f.input.c_str(),
                  static_cast<unsigned long long>(written), Since(t0));
@@ -1561,12 +1559,12 @@ int RunFilter(const FilterFlags& f) {
 }
 
 // SIGINT, SIGTERM or SIGHUP during `dedup --memory-limit`: its scratch
-// directory (not a --checkpoint's) and its outputs, empty until the end, go
+// directory (not a --checkpoint's) and its outputs' temporary files go
 // (with only async-signal-safe calls: getdents64, unlinkat), then the
 // process ends of the signal as it would have.
 char g_scratch_dir[4096];
-// The outputs' paths, each ending with a NUL, then an empty one; published
-// once complete (RoundOutputs).
+// The outputs' temporary paths, each ending with a NUL, then an empty one;
+// published once complete (RoundOutputs).
 std::atomic<const char*> g_outputs{nullptr};
 
 void RemoveTreeAt(int dirfd, int depth) {
@@ -1713,20 +1711,22 @@ class ScratchDir {
 };
 
 // The outputs of dedup --memory-limit: opened before the first round (a path
-// that cannot be written fails at once), and removed if the run fails, as
-// stage filter's are. --stats-json and --save-index are written to the scratch
-// directory and moved here only when everything else succeeded.
+// that cannot be written fails at once) under temporary names, and renamed
+// into place by Commit() once everything else succeeded (PendingOutputs).
+// --stats-json and --save-index are written to the scratch directory and
+// moved here then too.
 class RoundOutputs {
  public:
   Status Open(const StagedDedupArgs& a) {
     for (int i = 0; i < a.output_shards; ++i) {
-      NEARDUP_ASSIGN_OR_RETURN(FilePtr out, OpenOutput(Note(ShardPath(a.output, i, a.output_shards))));
+      paths_.push_back(ShardPath(a.output, i, a.output_shards));
+      NEARDUP_ASSIGN_OR_RETURN(FilePtr out, pending_.Open(paths_.back()));
       outs_.push_back(std::move(out));
     }
     if (!a.duplicates.empty()) {
-      NEARDUP_ASSIGN_OR_RETURN(dups_, OpenOutput(Note(a.duplicates)));
+      NEARDUP_ASSIGN_OR_RETURN(dups_, pending_.Open(a.duplicates));
     }
-    for (const std::string& path : removable_) names_ += path + '\0';
+    for (const std::string& path : pending_.temporary()) names_ += path + '\0';
     names_ += '\0';
     g_outputs.store(names_.c_str());
     return Status::OK();
@@ -1750,33 +1750,23 @@ class RoundOutputs {
     if (dups_) NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(dups_), a.duplicates));
     return Status::OK();
   }
-  // The run succeeded: the outputs stay.
-  void Keep() {
+  // The run succeeded: the outputs take their names.
+  Status Commit() {
     g_outputs.store(nullptr);
-    done_ = true;
+    return pending_.Commit();
   }
 
   ~RoundOutputs() {
     g_outputs.store(nullptr);
-    if (done_) return;
-    outs_.clear(), dups_.reset();
-    for (const std::string& path : removable_) std::remove(path.c_str());
+    outs_.clear(), dups_.reset();  // closed before pending_ removes them
   }
 
  private:
+  PendingOutputs pending_;
   std::vector<std::string> paths_;
-  // An output to remove if the run fails: a file, not standard output or a
-  // device such as /dev/null (util/special_file.h). Noted before it is opened.
-  std::string Note(const std::string& path) {
-    paths_.push_back(path);
-    if (path != "-" && !IsSpecialFile(path)) removable_.push_back(path);
-    return path;
-  }
-  std::vector<std::string> removable_;
-  std::string names_;  // removable_ for the signal handler (g_outputs)
+  std::string names_;  // pending_'s temporary names for the signal handler (g_outputs)
   std::vector<FilePtr> outs_;
   FilePtr dups_;
-  bool done_ = false;
 };
 
 // Moves a file made in the scratch directory to where the user asked for it
@@ -2156,7 +2146,7 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   // From here a restart starts afresh: the results leave the checkpoint.
   if (!a.checkpoint.empty()) std::remove(checkpoint.State().c_str());
   if (Status st = MoveResults(a, **dir); !st.ok()) return Fail(st);
-  outputs.Keep();
+  if (Status st = outputs.Commit(); !st.ok()) return Fail(st);
   (*dir)->Done();
   if (!a.quiet) {
     std::fprintf(stderr, "neardup dedup --memory-limit: analyze and decide %.1f s, write %.1f s\n", decide_s, Since(t1));
