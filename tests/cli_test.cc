@@ -60,6 +60,20 @@ class CliTest : public ::testing::Test {
 
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
+  // The sample split into `parts` files p0.jsonl, p1.jsonl, ...; returns
+  // " -i p0.jsonl -i p1.jsonl ..." for a command line.
+  std::string SplitSample(size_t parts) {
+    const std::vector<std::string> lines = Lines(ReadFile(kSample));
+    std::string ins;
+    for (size_t s = 0; s < parts; ++s) {
+      std::string part;
+      for (size_t i = s * lines.size() / parts; i < (s + 1) * lines.size() / parts; ++i) part += lines[i] + "\n";
+      WriteFile(Path("p" + std::to_string(s) + ".jsonl"), part);
+      ins += " -i " + Path("p" + std::to_string(s) + ".jsonl");
+    }
+    return ins;
+  }
+
   // Runs `neardup <args>` through the shell; captures stdout and stderr.
   int Run(const std::string& args, const std::string& stdin_path = "/dev/null") {
     return RunShell("'" + kCli + "' " + args, stdin_path);
@@ -853,14 +867,7 @@ TEST_F(CliTest, MemoryLimitRefusesASpillDirAmongTheInputs) {
 // exits with the reader thread unjoined, which TSan reports as a thread leak
 // (exit 66), not a race.
 TEST_F(CliTest, ResumeIgnoresHowTheWorkerCountIsSpelled) {
-  const std::vector<std::string> lines = Lines(ReadFile(kSample));
-  std::string ins;
-  for (int s = 0; s < 3; ++s) {
-    std::string part;
-    for (size_t i = s * lines.size() / 3; i < (s + 1) * lines.size() / 3; ++i) part += lines[i] + "\n";
-    WriteFile(Path("p" + std::to_string(s) + ".jsonl"), part);
-    ins += " -i " + Path("p" + std::to_string(s) + ".jsonl");
-  }
+  const std::string ins = SplitSample(3);
   const std::string cli = "'" + kCli + "' ";
   for (const std::string& mode : {std::string(" --memory-limit 1"), std::string()}) {
     const std::string args = "dedup" + ins + " -o " + Path("out.jsonl") + " -d " + Path("dups.jsonl") +
@@ -914,14 +921,7 @@ TEST_F(CliTest, ResumeIgnoresHowTheWorkerCountIsSpelled) {
 // other's checkpoint. (2) An output cut shorter since the checkpoint was
 // padded with zero bytes back to the recorded size: now refused.
 TEST_F(CliTest, ResumeRefusesAnotherKindOfRunAndAShortenedOutput) {
-  std::string ins;
-  const std::vector<std::string> lines = Lines(ReadFile(kSample));
-  for (int s = 0; s < 3; ++s) {
-    std::string part;
-    for (size_t i = s * lines.size() / 3; i < (s + 1) * lines.size() / 3; ++i) part += lines[i] + "\n";
-    WriteFile(Path("p" + std::to_string(s) + ".jsonl"), part);
-    ins += " -i " + Path("p" + std::to_string(s) + ".jsonl");
-  }
+  const std::string ins = SplitSample(3);
   const std::string args = "dedup" + ins + " -o " + Path("out.jsonl") + " -d " + Path("dups.jsonl") +
                            " --batch-size 300 -q --checkpoint " + Path("ckpt");
   const std::string cli = "'" + kCli + "' ";
