@@ -908,9 +908,40 @@ TEST_F(CliTest, ResumeIgnoresHowTheWorkerCountIsSpelled) {
   std::istringstream words(args);
   for (std::string w; words >> w;) legacy.push_back(w);
   state["command_line"] = legacy;
+  state["version"] = 1;  // as an older build wrote it: without a checksum
+  state.erase("checksum");
   WriteFile(Path("ckpt/state.json"), state.dump());
   ASSERT_EQ(Run(args + " -t 2"), 0) << err_;
   EXPECT_EQ(ReadFile(Path("out.jsonl")), ReadFile(Path("want.jsonl")));
+}
+
+// Regression (issue 17, adversarial test, 2026-11-30): a checkpoint's state
+// file had no checksum, so one changed digit that still parsed (where a
+// round stops deciding, a counter, the length of --rejects) resumed another
+// run, exit 0, with other outputs. state.json and rounds.json now carry the
+// XXH3 of their content; a damaged one is refused (exit 1), and an older
+// build's, without one, is still resumed (above).
+TEST_F(CliTest, ResumeRefusesADamagedStateFile) {
+  const std::string ins = SplitSample(3);
+  const std::string cli = "'" + kCli + "' ";
+  for (const std::string& mode : {std::string(" --memory-limit 1"), std::string()}) {
+    const std::string args = "dedup" + ins + " -o " + Path("out.jsonl") + " -d " + Path("dups.jsonl") +
+                             " --batch-size 300 -q --checkpoint " + Path("ckpt") + mode;
+    const std::string state = Path(mode.empty() ? "ckpt/state.json" : "ckpt/rounds/rounds.json");
+    std::filesystem::remove_all(Path("ckpt"));
+    const std::string at = "NEARDUP_DEDUP_CRASH_AFTER_BATCHES=" + std::string(mode.empty() ? "8 " : "5 ");
+    ASSERT_EQ(WEXITSTATUS(std::system((at + cli + args).c_str())), 137);
+    ASSERT_TRUE(std::filesystem::exists(state)) << mode;
+    const std::string good = ReadFile(state);
+    nlohmann::json j = nlohmann::json::parse(good);
+    ASSERT_TRUE(j.contains("checksum")) << mode;
+    j[mode.empty() ? "written" : "start"] = j[mode.empty() ? "written" : "start"].get<uint64_t>() + 1;
+    WriteFile(state, j.dump(1));
+    EXPECT_EQ(Run(args), 1) << mode;
+    EXPECT_NE(err_.find(state + ": damaged (its checksum differs)"), std::string::npos) << err_;
+    WriteFile(state, good);  // as it was: resumes
+    ASSERT_EQ(Run(args), 0) << mode << ": " << err_;
+  }
 }
 
 // Regressions (issue 17, adversarial test). (1) A run that adds

@@ -515,6 +515,32 @@ TEST_F(StageTest, OutputsAppearUnderTheirNamesOnlyWhenComplete) {
   EXPECT_EQ(ReadAll(Path("f.jsonl.gz")), filtered);
   EXPECT_EQ(ReadAll(Path("f.dups")), filtered_dups);
   EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
+  WriteAll(inputs[0], ReadAll(Path("kept-input")));
+
+  // Found by the adversarial test of this change (2026-11-30): (1) an output
+  // that is a symbolic link (/dev/stdout redirected to a file is one) was
+  // replaced by a regular file, its target left alone: it is written
+  // through, in place. (2) An output that is a directory failed only at the
+  // end of the run: now at once (exit 2). (3) SIGTERM left stage filter's
+  // temporary files: it removes them now, as dedup --memory-limit does.
+  ASSERT_EQ(::symlink(Path("target.jsonl").c_str(), Path("link.jsonl").c_str()), 0);
+  ASSERT_EQ(Run(run.substr(0, run.find(" -o ")) + " -o '" + Path("link.jsonl") + "' --memory-limit 1"), 0) << err_;
+  EXPECT_TRUE(std::filesystem::is_symlink(Path("link.jsonl")));
+  EXPECT_EQ(ReadAll(Path("target.jsonl")), kept);
+  std::filesystem::create_directories(Path("a-dir"));
+  EXPECT_EQ(Run(run.substr(0, run.find(" -o ")) + " -o '" + Path("a-dir") + "' --memory-limit 1"), 2);
+  EXPECT_NE(err_.find(Path("a-dir") + " is a directory"), std::string::npos) << err_;
+  // --duplicates a FIFO without a reader: its open blocks, with the
+  // output's temporary file already made.
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0644), 0);
+  const std::string blocked = "'" + kCli + "' " + filter.substr(0, filter.find(" -d ")) + " -d '" + Path("fifo") + "'";
+  const std::string script = blocked + " & pid=$!; i=0; while [ $i -lt 200 ] && ! ls '" + dir_ +
+                             "'/.neardup-* >/dev/null 2>&1; do sleep 0.05; i=$((i+1)); done; kill -TERM $pid; "
+                             "wait $pid; echo $? > '" + Path("rc") + "'";
+  ASSERT_EQ(std::system(script.c_str()), 0);
+  EXPECT_EQ(ReadAll(Path("rc")), "143\n");
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
+  EXPECT_EQ(ReadAll(Path("f.jsonl.gz")), filtered);
 }
 
 // --memory-limit (docs/SCALING.md, "Deciding in bounded memory"): inputs of

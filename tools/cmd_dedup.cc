@@ -464,7 +464,7 @@ class DedupRun {
     ++files_done_;
     const DedupStats& ds = dedup_.stats();
     nlohmann::json st;
-    st["version"] = 1;
+    st["version"] = 2;  // 2: sealed (CheckpointFiles::Sealed)
     st["command_line"] = CheckpointFiles::ResumeKey();
     st["inputs"] = CheckpointFiles::Inputs(inputs_);
     st["files_done"] = files_done_;

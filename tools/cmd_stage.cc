@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -1051,7 +1052,7 @@ Json UnfinishedJson(const Writer& w, uint64_t count) {
 // files made durable first. `start`: where the round to continue starts.
 Result<Json> RoundsJson(uint64_t start, const DecideState& st, Rounds& r) {
   Json j;
-  j["version"] = 2;
+  j["version"] = 3;  // 2: inside rounds (2026-11-30); 3: sealed (CheckpointFiles::Sealed)
   j["rounds"] = r.rounds, j["start"] = start, j["finished_shards"] = r.finished_shards;
   j["shard_first"] = r.shard_first, j["summaries"] = r.summaries;
   j["visits"] = r.visits, j["last_decided"] = r.last_decided, j["peak_memory"] = r.peak_memory;
@@ -1078,7 +1079,7 @@ Result<Json> RoundsJson(uint64_t start, const DecideState& st, Rounds& r) {
 // rounds.json written, with the caller's part, durably.
 Status WriteRounds(Json& j, Rounds& r) {
   NEARDUP_RETURN_IF_ERROR(r.checkpoint->save(&j));
-  return CheckpointFiles::WriteDurably(r.checkpoint->State(), j.dump(1) + "\n");
+  return CheckpointFiles::WriteDurably(r.checkpoint->State(), CheckpointFiles::Sealed(j));
 }
 
 // The end of a round that a next one follows (`start`, reading spill `in`),
@@ -1502,76 +1503,9 @@ Status Filter(const FilterFlags& f, InputStream* in, DecisionStream& decisions, 
   return Status::OK();
 }
 
-int RunFilter(const FilterFlags& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto reader = StageFileReader::Open(f.decisions, StageFileKind::kDecisions);
-  if (!reader.ok()) return Fail(reader.status());
-  auto header = ParseHeader(**reader);
-  if (!header.ok()) return Fail(header.status());
-  const Json& h = *header;
-  if (!f.annotate.empty() && h["settings"].value("format", std::string()) != "jsonl") {
-    return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: the run needs --format jsonl"));
-  }
-  if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
-  for (int i = 0; i < f.output_shards; ++i) {
-    if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);
-  }
-  const auto outputs = OutputPaths({f.duplicates}, f.output, f.output_shards);
-  for (const std::string& out : outputs) {
-    if (Status st = CheckNotInput(f.input, out); !st.ok()) return Fail(st);
-    if (Status st = CheckNotInput(f.decisions, out); !st.ok()) return Fail(st);
-  }
-  if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
-  auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
-  if (!in.ok()) return Fail(in.status());
-  const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
-  if (FileSize(f.input) != expected_bytes) {
-    return Fail(Status::InvalidArgument(f.input + " is not the input of " + f.decisions + " (" +
-                                        std::to_string(FileSize(f.input)) + " bytes; the fingerprinted " +
-                                        h.value("input", std::string("file")) + " had " +
-                                        std::to_string(expected_bytes) + ")"));
-  }
-  // A failed or killed task leaves no partial output, and a task run again
-  // keeps the last complete one until it replaces it.
-  PendingOutputs pending;
-  std::vector<FilePtr> outs;
-  std::vector<std::string> out_paths;
-  for (int i = 0; i < f.output_shards; ++i) {
-    out_paths.push_back(ShardPath(f.output, i, f.output_shards));
-    auto out = pending.Open(out_paths.back());
-    if (!out.ok()) return Fail(out.status());
-    outs.push_back(std::move(out).value());
-  }
-  FilePtr dups;
-  if (!f.duplicates.empty()) {
-    auto d = pending.Open(f.duplicates);
-    if (!d.ok()) return Fail(d.status());
-    dups = std::move(d).value();
-  }
-  DecisionStream decisions(std::move(reader).value());
-  // The run's records before this file's: where they fall in the round robin.
-  const uint64_t before = h.value("written_before", Json::object()).value(f.annotate.empty() ? "kept" : "documents",
-                                                                          uint64_t{0});
-  uint64_t written = before;
-  Status st = Filter(f, in->get(), decisions, outs, dups.get(), &written);
-  written -= before;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    Status closed = FinishOutput(std::move(outs[i]), out_paths[i]);
-    if (st.ok()) st = closed;
-  }
-  Status closed_dups = FinishOutput(std::move(dups), f.duplicates);
-  if (st.ok()) st = closed_dups;
-  if (st.ok()) st = pending.Commit();
-  if (!st.ok()) return Fail(st);  // the outputs of a failed task go (PendingOutputs)
-  if (!f.quiet) {
-    std::fprintf(stderr, "neardup stage filter: %s: %llu records written, %.3f s\n", f.input.c_str(),
-                 static_cast<unsigned long long>(written), Since(t0));
-  }
-  return kExitOk;
-}
-
-// SIGINT, SIGTERM or SIGHUP during `dedup --memory-limit`: its scratch
-// directory (not a --checkpoint's) and its outputs' temporary files go
+// SIGINT, SIGTERM or SIGHUP during `dedup --memory-limit` or `stage filter`:
+// the former's scratch directory (not a --checkpoint's) and the outputs'
+// temporary files go
 // (with only async-signal-safe calls: getdents64, unlinkat), then the
 // process ends of the signal as it would have.
 char g_scratch_dir[4096];
@@ -1617,6 +1551,123 @@ extern "C" void RemoveScratchOnSignal(int sig) {
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
+
+// While one lives, SIGINT, SIGTERM and SIGHUP run RemoveScratchOnSignal:
+// the scratch directory and the outputs' temporary files published in
+// g_outputs go, then the signal's default action ends the process.
+class CleanupOnSignal {
+ public:
+  CleanupOnSignal() {
+    struct sigaction on {};
+    on.sa_handler = RemoveScratchOnSignal;
+    sigemptyset(&on.sa_mask);
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &on, &previous_[i]);
+  }
+  ~CleanupOnSignal() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  CleanupOnSignal(const CleanupOnSignal&) = delete;
+  CleanupOnSignal& operator=(const CleanupOnSignal&) = delete;
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction previous_[3] {};
+};
+
+// The outputs' temporary names as the signal handler sees them (g_outputs),
+// published again after each one is opened: an open may block (a FIFO
+// without a reader) with the earlier ones already on disk. Every version
+// stays alive while published: the handler may be reading an older one.
+class PublishedOutputs {
+ public:
+  PublishedOutputs() = default;
+  PublishedOutputs(const PublishedOutputs&) = delete;
+  PublishedOutputs& operator=(const PublishedOutputs&) = delete;
+  ~PublishedOutputs() { Unpublish(); }
+  void Publish(const std::vector<std::string>& paths) {
+    std::string& names = versions_.emplace_back();
+    for (const std::string& path : paths) names += path + '\0';
+    names += '\0';
+    g_outputs.store(names.c_str());
+  }
+  void Unpublish() { g_outputs.store(nullptr); }
+
+ private:
+  std::deque<std::string> versions_;  // a deque: adding one moves none
+};
+
+int RunFilter(const FilterFlags& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto reader = StageFileReader::Open(f.decisions, StageFileKind::kDecisions);
+  if (!reader.ok()) return Fail(reader.status());
+  auto header = ParseHeader(**reader);
+  if (!header.ok()) return Fail(header.status());
+  const Json& h = *header;
+  if (!f.annotate.empty() && h["settings"].value("format", std::string()) != "jsonl") {
+    return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: the run needs --format jsonl"));
+  }
+  if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
+  for (int i = 0; i < f.output_shards; ++i) {
+    if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);
+  }
+  const auto outputs = OutputPaths({f.duplicates}, f.output, f.output_shards);
+  for (const std::string& out : outputs) {
+    if (Status st = CheckNotInput(f.input, out); !st.ok()) return Fail(st);
+    if (Status st = CheckNotInput(f.decisions, out); !st.ok()) return Fail(st);
+  }
+  if (Status st = CheckDistinctOutputs(outputs); !st.ok()) return Fail(st);
+  auto in = OpenInput(f.input);  // a missing input is reported as such, before its size is compared
+  if (!in.ok()) return Fail(in.status());
+  const uint64_t expected_bytes = h.value("input_bytes", uint64_t{0});
+  if (FileSize(f.input) != expected_bytes) {
+    return Fail(Status::InvalidArgument(f.input + " is not the input of " + f.decisions + " (" +
+                                        std::to_string(FileSize(f.input)) + " bytes; the fingerprinted " +
+                                        h.value("input", std::string("file")) + " had " +
+                                        std::to_string(expected_bytes) + ")"));
+  }
+  // A failed or killed task leaves no partial output, and a task run again
+  // keeps the last complete one until it replaces it.
+  CleanupOnSignal cleanup;
+  PendingOutputs pending;
+  PublishedOutputs published;
+  std::vector<FilePtr> outs;
+  std::vector<std::string> out_paths;
+  for (int i = 0; i < f.output_shards; ++i) {
+    out_paths.push_back(ShardPath(f.output, i, f.output_shards));
+    auto out = pending.Open(out_paths.back());
+    published.Publish(pending.temporary());
+    if (!out.ok()) return Fail(out.status());
+    outs.push_back(std::move(out).value());
+  }
+  FilePtr dups;
+  if (!f.duplicates.empty()) {
+    auto d = pending.Open(f.duplicates);
+    published.Publish(pending.temporary());
+    if (!d.ok()) return Fail(d.status());
+    dups = std::move(d).value();
+  }
+  DecisionStream decisions(std::move(reader).value());
+  // The run's records before this file's: where they fall in the round robin.
+  const uint64_t before = h.value("written_before", Json::object()).value(f.annotate.empty() ? "kept" : "documents",
+                                                                          uint64_t{0});
+  uint64_t written = before;
+  Status st = Filter(f, in->get(), decisions, outs, dups.get(), &written);
+  written -= before;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    Status closed = FinishOutput(std::move(outs[i]), out_paths[i]);
+    if (st.ok()) st = closed;
+  }
+  Status closed_dups = FinishOutput(std::move(dups), f.duplicates);
+  if (st.ok()) st = closed_dups;
+  if (st.ok()) st = pending.Commit();
+  if (!st.ok()) return Fail(st);  // the outputs of a failed task go (PendingOutputs)
+  if (!f.quiet) {
+    std::fprintf(stderr, "neardup stage filter: %s: %llu records written, %.3f s\n", f.input.c_str(),
+                 static_cast<unsigned long long>(written), Since(t0));
+  }
+  return kExitOk;
+}
+
 
 // `dir`/lock, created locked (under another name until it is), naming this
 // host: a scan never finds it unlocked while its run lives.
@@ -1684,7 +1735,6 @@ class ScratchDir {
     return d;
   }
   ~ScratchDir() {
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
     g_scratch_dir[0] = 0;
     std::error_code ec;
     if (temporary_ || done_) std::filesystem::remove_all(path_, ec);
@@ -1709,17 +1759,12 @@ class ScratchDir {
  private:
   ScratchDir(std::string path, bool temporary) : path_(std::move(path)), temporary_(temporary) {
     if (temporary) std::snprintf(g_scratch_dir, sizeof g_scratch_dir, "%s", path_.c_str());
-    struct sigaction on {};
-    on.sa_handler = RemoveScratchOnSignal;
-    sigemptyset(&on.sa_mask);
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &on, &previous_[i]);
   }
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   std::string path_;
   bool temporary_ = true, done_ = false;
   FileLock lock_;          // held while the run lives
   std::string lock_path_;  // a checkpoint's (DIR/lock)
-  struct sigaction previous_[3] {};
+  CleanupOnSignal cleanup_;
 };
 
 // The outputs of dedup --memory-limit: opened before the first round (a path
@@ -1732,15 +1777,17 @@ class RoundOutputs {
   Status Open(const StagedDedupArgs& a) {
     for (int i = 0; i < a.output_shards; ++i) {
       paths_.push_back(ShardPath(a.output, i, a.output_shards));
-      NEARDUP_ASSIGN_OR_RETURN(FilePtr out, pending_.Open(paths_.back()));
-      outs_.push_back(std::move(out));
+      auto out = pending_.Open(paths_.back());
+      published_.Publish(pending_.temporary());
+      NEARDUP_RETURN_IF_ERROR(out.status());
+      outs_.push_back(std::move(out).value());
     }
     if (!a.duplicates.empty()) {
-      NEARDUP_ASSIGN_OR_RETURN(dups_, pending_.Open(a.duplicates));
+      auto dups = pending_.Open(a.duplicates);
+      published_.Publish(pending_.temporary());
+      NEARDUP_RETURN_IF_ERROR(dups.status());
+      dups_ = std::move(dups).value();
     }
-    for (const std::string& path : pending_.temporary()) names_ += path + '\0';
-    names_ += '\0';
-    g_outputs.store(names_.c_str());
     return Status::OK();
   }
 
@@ -1764,19 +1811,19 @@ class RoundOutputs {
   }
   // The run succeeded: the outputs take their names.
   Status Commit() {
-    g_outputs.store(nullptr);
+    published_.Unpublish();
     return pending_.Commit();
   }
 
   ~RoundOutputs() {
-    g_outputs.store(nullptr);
+    published_.Unpublish();
     outs_.clear(), dups_.reset();  // closed before pending_ removes them
   }
 
  private:
   PendingOutputs pending_;
+  PublishedOutputs published_;  // pending_'s temporary names for the signal handler
   std::vector<std::string> paths_;
-  std::string names_;  // pending_'s temporary names for the signal handler (g_outputs)
   std::vector<FilePtr> outs_;
   FilePtr dups_;
 };
@@ -2010,10 +2057,13 @@ Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
   std::ifstream in(path);
   if (!in) return std::optional<Json>();
   Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  // Version 1 (before 2026-11-30) recorded only the ends of rounds.
-  if (j.is_discarded() || !j.is_object() || (j.value("version", 0) != 1 && j.value("version", 0) != 2)) {
+  // Version 1 (before 2026-11-30) recorded only the ends of rounds; 1 and 2
+  // have no checksum.
+  const int version = j.is_object() ? j.value("version", 0) : 0;
+  if (j.is_discarded() || version < 1 || version > 3) {
     return Status::Corruption(path + ": not a checkpoint this version can read; remove it to start afresh");
   }
+  NEARDUP_RETURN_IF_ERROR(CheckpointFiles::Unseal(&j, version >= 3, path));
   if (!CheckpointFiles::SameRun(j["command_line"])) {
     return Status::InvalidArgument("--checkpoint " + a.checkpoint + " holds another run (other arguments); remove it to start afresh");
   }

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -107,9 +108,12 @@ class CheckpointFiles {
     std::stringstream ss;
     ss << in.rdbuf();
     nlohmann::json state = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    if (state.is_discarded() || !state.is_object() || state.value("version", 0) != 1) {
+    // Version 1 (before 2026-11-30) has no checksum.
+    const int version = state.is_object() ? state.value("version", 0) : 0;
+    if (state.is_discarded() || (version != 1 && version != 2)) {
       return Status::Corruption(State() + ": not a checkpoint this version can read");
     }
+    NEARDUP_RETURN_IF_ERROR(Unseal(&state, version >= 2, State()));
     if (!SameRun(state["command_line"])) {
       return Status::InvalidArgument("--checkpoint " + dir_ +
                                      " holds another run (other arguments); remove it to start afresh");
@@ -133,7 +137,36 @@ class CheckpointFiles {
   }
 
   // state.json, atomically and durably.
-  Status Save(const nlohmann::json& state) const { return WriteDurably(State(), state.dump(1) + "\n"); }
+  Status Save(const nlohmann::json& state) const { return WriteDurably(State(), Sealed(state)); }
+
+  // `state` as a checkpoint file holds it: with "checksum", the XXH3-64 of
+  // its compact text without that field. Without it, a file damaged so that
+  // it still parses (one changed digit) resumed another run, exit 0, with
+  // other outputs (an adversarial test, 2026-11-30).
+  // (Either JSON type: with ordered_json the fields keep their order, which
+  // the file keeps too.)
+  template <typename Json>
+  static std::string Sealed(Json state) {
+    state.erase("checksum");
+    const std::string compact = state.dump();
+    state["checksum"] = XXH3_64bits(compact.data(), compact.size());
+    return state.dump(1) + "\n";
+  }
+
+  // Checks and removes the checksum Sealed added (`required`: the file's
+  // version has one). kCorruption naming `path` when it is missing or
+  // differs.
+  template <typename Json>
+  static Status Unseal(Json* state, bool required, const std::string& path) {
+    if (!state->contains("checksum") && !required) return Status::OK();
+    const Json recorded = state->contains("checksum") ? (*state)["checksum"] : Json();
+    state->erase("checksum");
+    const std::string compact = state->dump();
+    if (!recorded.is_number_unsigned() || recorded.template get<uint64_t>() != XXH3_64bits(compact.data(), compact.size())) {
+      return Status::Corruption(path + ": damaged (its checksum differs); remove the checkpoint to start afresh");
+    }
+    return Status::OK();
+  }
 
   // Deletes the checkpoint's files (the run finished), and DIR if it is
   // then empty.

@@ -4,9 +4,16 @@
 // choose the compression), and Commit() renames them all into place. A run
 // that fails or is killed leaves no partial file under an output's name, and
 // the previous run's file there stays until a complete one replaces it (a
-// file a SIGKILL left is removed by the next run writing that output).
-// Standard output ("-") and devices (/dev/null) are written directly: they
-// cannot be renamed into. Included by cmd_stage.cc.
+// file a SIGKILL left is removed by the next run writing that output). The
+// replacement keeps the old file's permission bits.
+//
+// Written in place instead, as before: standard output ("-"), devices and
+// pipes (they cannot be renamed into), a symbolic link (the user meant its
+// target: /dev/stdout is one), and a file whose directory does not let this
+// process create the temporary one.
+//
+// Errors: kInvalidArgument for a directory (at once, not after the run);
+// kIOError as OpenOutput, and from Commit when a rename fails.
 //
 // Thread-safety: one thread. temporary() may be read by a signal handler
 // once published (its strings do not move after the last Open).
@@ -14,6 +21,7 @@
 #define NEARDUP_TOOLS_PENDING_OUTPUTS_H_
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,17 +46,21 @@ class PendingOutputs {
     if (!committed_) RemoveTemporary();
   }
 
-  // Opens `path` for writing: its temporary name, or itself for "-" and
-  // devices. kIOError as OpenOutput.
+  // Opens `path` for writing: its temporary name, or itself (above).
   Result<FilePtr> Open(const std::string& path) {
-    std::string where = path;
-    if (path != "-" && !IsSpecialFile(path)) {
-      const std::filesystem::path p(path);
-      RemoveDead(p);
-      where = (p.parent_path() / (".neardup-" + std::to_string(::getpid()) + "-" + p.filename().string())).string();
-      files_.push_back({where, path});
-    }
-    return OpenOutput(where);
+    if (path == "-" || IsSpecialFile(path)) return OpenOutput(path);
+    struct stat st {};
+    const bool exists = ::lstat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) return Status::InvalidArgument("output " + path + " is a directory");
+    if (exists && S_ISLNK(st.st_mode)) return OpenOutput(path);
+    const std::filesystem::path p(path);
+    RemoveDead(p);
+    const std::string temporary = TemporaryName(p, ::getpid());
+    auto opened = OpenOutput(temporary);
+    if (!opened.ok()) return OpenOutput(path);  // e.g. a file one may write in a directory one may not
+    if (exists) (void)::chmod(temporary.c_str(), st.st_mode & 07777);
+    files_.push_back({temporary, path});
+    return opened;
   }
 
   // The temporary names, for a caller that must remove them from a signal
@@ -74,28 +86,38 @@ class PendingOutputs {
     return Status::OK();
   }
 
-  // Removes what a run killed by SIGKILL (nothing ran then) left for this
-  // output: ".neardup-PID-NAME" whose process no longer lives on this host.
-  // On a disk shared by hosts a live run elsewhere may look dead here: two
-  // runs writing one output at once is a mistake either way.
-  static void RemoveDead(const std::filesystem::path& p) {
-    std::error_code ec;
-    const std::string suffix = "-" + p.filename().string();
-    const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!name.starts_with(".neardup-") || !name.ends_with(suffix) || name.size() <= 9 + suffix.size()) continue;
-      const std::string pid = name.substr(9, name.size() - 9 - suffix.size());
-      if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
-      if (::kill(std::stoi(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove(e.path(), ec);
-    }
-  }
-
   void RemoveTemporary() const {
     for (const File& f : files_) std::remove(f.temporary.c_str());
   }
 
  private:
+  // ".neardup-PID-NAME" beside `p`; of a long NAME only its end, so that the
+  // name fits a file system's 255 bytes and still ends as NAME does.
+  static std::string TemporaryName(const std::filesystem::path& p, long pid) {
+    constexpr size_t kMaxName = 255;
+    const std::string prefix = ".neardup-" + std::to_string(pid) + "-", name = p.filename().string();
+    const size_t keep = std::min(name.size(), kMaxName - prefix.size());
+    return (p.parent_path() / (prefix + name.substr(name.size() - keep))).string();
+  }
+
+  // Removes what a run killed by SIGKILL (nothing ran then) left for this
+  // output: its temporary name for a PID that no longer lives on this host.
+  // On a disk shared by hosts a live run elsewhere may look dead here: two
+  // runs writing one output at once is a mistake either way.
+  static void RemoveDead(const std::filesystem::path& p) {
+    std::error_code ec;
+    const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with(".neardup-")) continue;
+      const size_t dash = name.find('-', 9);
+      const std::string pid = name.substr(9, dash == std::string::npos ? 0 : dash - 9);
+      if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (std::filesystem::path(TemporaryName(p, std::stol(pid))).filename() != name) continue;
+      if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) std::filesystem::remove(e.path(), ec);
+    }
+  }
+
   struct File {
     std::string temporary, path;
   };
