@@ -1,7 +1,8 @@
 // Outputs that appear under their names only once complete (docs/cli.md,
 // "Outputs"): each file is written under a hidden temporary name in the same
 // directory, ".neardup-PID-NAME" (the name's end kept, so .gz and .zst still
-// choose the compression), and Commit() renames them all into place. A run
+// choose the compression), and Commit() fsyncs and renames them all into
+// place. A run
 // that fails or is killed leaves no partial file under an output's name, and
 // the previous run's file there stays until a complete one replaces it (a
 // file a SIGKILL left is removed by the next run writing that output). The
@@ -9,8 +10,9 @@
 //
 // Written in place instead, as before: standard output ("-"), devices and
 // pipes (they cannot be renamed into), a symbolic link (the user meant its
-// target: /dev/stdout is one), and a file whose directory does not let this
-// process create the temporary one.
+// target: /dev/stdout is one), a file this process may not write (it fails
+// as before), and a file whose directory does not let this process create
+// the temporary one. These are not removed when the run fails.
 //
 // Errors: kInvalidArgument for a directory (at once, not after the run);
 // kIOError as OpenOutput, and from Commit when a rename fails.
@@ -20,6 +22,7 @@
 #ifndef NEARDUP_TOOLS_PENDING_OUTPUTS_H_
 #define NEARDUP_TOOLS_PENDING_OUTPUTS_H_
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,13 +55,15 @@ class PendingOutputs {
     struct stat st {};
     const bool exists = ::lstat(path.c_str(), &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) return Status::InvalidArgument("output " + path + " is a directory");
-    if (exists && S_ISLNK(st.st_mode)) return OpenOutput(path);
+    // A link is written through; a file this process may not write fails as
+    // it did in place (a rename would replace a read-only file).
+    if (exists && (S_ISLNK(st.st_mode) || ::access(path.c_str(), W_OK) != 0)) return OpenOutput(path);
     const std::filesystem::path p(path);
     RemoveDead(p);
     const std::string temporary = TemporaryName(p, ::getpid());
     auto opened = OpenOutput(temporary);
     if (!opened.ok()) return OpenOutput(path);  // e.g. a file one may write in a directory one may not
-    if (exists) (void)::chmod(temporary.c_str(), st.st_mode & 07777);
+    if (exists) (void)::chmod(temporary.c_str(), st.st_mode & 0777);  // not set-user-ID
     files_.push_back({temporary, path});
     return opened;
   }
@@ -71,19 +76,24 @@ class PendingOutputs {
     return names;
   }
 
-  // Renames every file into place, once the caller closed them all. On an
-  // error the files not yet renamed are removed (kIOError).
+  // Renames every file into place, once the caller closed them all: each
+  // fsynced first, and its directory after, so that after a power loss a
+  // name holds the whole file or the old one. On an error the files not yet
+  // renamed are removed (kIOError).
   Status Commit() {
     committed_ = true;
-    for (size_t i = 0; i < files_.size(); ++i) {
+    Status st;
+    for (size_t i = 0; i < files_.size() && st.ok(); ++i) st = SyncFile(files_[i].temporary);
+    for (size_t i = 0; i < files_.size() && st.ok(); ++i) {
       if (std::rename(files_[i].temporary.c_str(), files_[i].path.c_str()) != 0) {
-        const int err = errno;
-        for (size_t j = i; j < files_.size(); ++j) std::remove(files_[j].temporary.c_str());
-        return Status::IOError("cannot rename " + files_[i].temporary + " to " + files_[i].path + ": " +
-                               std::strerror(err));
+        st = Status::IOError("cannot rename " + files_[i].temporary + " to " + files_[i].path + ": " +
+                             std::strerror(errno));
       }
+      const std::filesystem::path dir = std::filesystem::path(files_[i].path).parent_path();
+      if (st.ok()) st = SyncFile(dir.empty() ? "." : dir.string());
     }
-    return Status::OK();
+    if (!st.ok()) RemoveTemporary();
+    return st;
   }
 
   void RemoveTemporary() const {
@@ -91,6 +101,16 @@ class PendingOutputs {
   }
 
  private:
+  // fsync of a file or directory by name.
+  static Status SyncFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+    const bool ok = ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    return ok ? Status::OK() : Status::IOError("cannot fsync " + path + ": " + std::strerror(err));
+  }
+
   // ".neardup-PID-NAME" beside `p`; of a long NAME only its end, so that the
   // name fits a file system's 255 bytes and still ends as NAME does.
   static std::string TemporaryName(const std::filesystem::path& p, long pid) {
