@@ -22,7 +22,6 @@
 #ifndef NEARDUP_TOOLS_PENDING_OUTPUTS_H_
 #define NEARDUP_TOOLS_PENDING_OUTPUTS_H_
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +34,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "dedup_checkpoint.h"
 #include "util/special_file.h"
 
 namespace neardup::cli {
@@ -83,14 +83,14 @@ class PendingOutputs {
   Status Commit() {
     committed_ = true;
     Status st;
-    for (size_t i = 0; i < files_.size() && st.ok(); ++i) st = SyncFile(files_[i].temporary);
+    for (size_t i = 0; i < files_.size() && st.ok(); ++i) st = CheckpointFiles::SyncPath(files_[i].temporary);
     for (size_t i = 0; i < files_.size() && st.ok(); ++i) {
       if (std::rename(files_[i].temporary.c_str(), files_[i].path.c_str()) != 0) {
         st = Status::IOError("cannot rename " + files_[i].temporary + " to " + files_[i].path + ": " +
                              std::strerror(errno));
       }
       const std::filesystem::path dir = std::filesystem::path(files_[i].path).parent_path();
-      if (st.ok()) st = SyncFile(dir.empty() ? "." : dir.string());
+      if (st.ok()) st = CheckpointFiles::SyncPath(dir.string());  // "" is "."
     }
     if (!st.ok()) RemoveTemporary();
     return st;
@@ -101,16 +101,6 @@ class PendingOutputs {
   }
 
  private:
-  // fsync of a file or directory by name.
-  static Status SyncFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
-    const bool ok = ::fsync(fd) == 0;
-    const int err = errno;
-    ::close(fd);
-    return ok ? Status::OK() : Status::IOError("cannot fsync " + path + ": " + std::strerror(err));
-  }
-
   // ".neardup-PID-NAME" beside `p`; of a long NAME only its end, so that the
   // name fits a file system's 255 bytes and still ends as NAME does.
   static std::string TemporaryName(const std::filesystem::path& p, long pid) {
