@@ -480,6 +480,21 @@ TEST_F(StageTest, FilterRefusesAnotherInput) {
 // temporary name and renamed into place when complete
 // (tools/pending_outputs.h); what a SIGKILL leaves is removed by the next
 // run that writes that output.
+// Regression (issue 17, review of 2026-11-30): two outputs whose names are
+// too long for ".neardup-PID-" before them and end alike had one temporary
+// name, so the second output was written over the first and both were
+// renamed from it. The temporary name of a long one carries its hash.
+TEST_F(StageTest, LongOutputNamesThatEndAlikeStayApart) {
+  const std::string tail(240, 'x');
+  const std::string kept = Path("k" + tail + ".jsonl"), dups = Path("d" + tail + ".jsonl");
+  ASSERT_EQ(Run("dedup -q -i '" + kSample + "' -o '" + Path("k") + "' -d '" + Path("d") + "'"), 0) << err_;
+  ASSERT_FALSE(ReadAll(Path("d")).empty());
+  ASSERT_EQ(Run("dedup -q -i '" + kSample + "' -o '" + kept + "' -d '" + dups + "' --memory-limit 1"), 0) << err_;
+  EXPECT_EQ(ReadAll(kept), ReadAll(Path("k")));
+  EXPECT_EQ(ReadAll(dups), ReadAll(Path("d")));
+  EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
+}
+
 TEST_F(StageTest, OutputsAppearUnderTheirNamesOnlyWhenComplete) {
   const auto inputs = SplitSample(2);
   const std::string run = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("out") + "' -d '" +
@@ -1193,7 +1208,7 @@ TEST_F(StageTest, MemoryLimitCheckpointRefusesWhatItCannotResume) {
   // inside it): checksummed like any kept-document file.
   crash_in_round_3();
   ASSERT_EQ(nlohmann::json::parse(ReadAll(Path("ck/rounds/rounds.json")))["in_round"]["segments"],
-            nlohmann::json::array({0}));
+            nlohmann::json::parse("[[0, 1]]"));
   flip(Path("ck/rounds/kept-2-0.ndk"), 60);
   EXPECT_EQ(Run(run), 1);
   EXPECT_NE(err_.find("kept-2-0.ndk"), std::string::npos) << err_;

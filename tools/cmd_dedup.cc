@@ -464,12 +464,9 @@ class DedupRun {
     ++files_done_;
     const DedupStats& ds = dedup_.stats();
     nlohmann::json st;
-    st["version"] = 2;  // 2: sealed (CheckpointFiles::Sealed)
-    st["command_line"] = CheckpointFiles::ResumeKey();
-    st["inputs"] = CheckpointFiles::Inputs(inputs_);
+    st["version"] = 3;  // 2: sealed (CheckpointFiles::Sealed); 3: with state.log
     st["files_done"] = files_done_;
     st["loaded"] = loaded_;
-    st["load_index"] = LoadedIndexIdentity(f_.load_index);
     st["next_sequence"] = dedup_.next_sequence();
     st["stats"] = {{"documents", ds.documents}, {"kept", ds.kept}, {"exact_duplicates", ds.exact_duplicates},
                    {"near_duplicates", ds.near_duplicates}, {"without_features", ds.without_features},
@@ -479,8 +476,7 @@ class DedupRun {
                       {"files", counters_.files}};
     st["written"] = written_;
     st["outputs"] = sizes;
-    st["clusters_checksums"] = clusters_checksums_;
-    return checkpoint_->Save(st);
+    return checkpoint_->Save(std::move(st), resume_, inputs_, clusters_checksums_, LoadedIndexIdentity(f_.load_index));
   }
 
   Status RestoreClusters(size_t file, uint64_t checksum) {

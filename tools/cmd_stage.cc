@@ -43,6 +43,7 @@
 #include "input_files.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/staged_files.h"
+#include "checkpoint_log.h"
 #include "dedup_checkpoint.h"
 #include "pending_outputs.h"
 #include "util/append_file.h"
@@ -784,17 +785,23 @@ using ShardReader =
 // interrupted run"): the rounds' files live in DIR/rounds. At the end of
 // every input file a round reads (but the last), and at the end of every
 // round (but the last), once they are durable, rounds.json records where
-// the run stands and what the rounds carry: the counters, each shard's first
-// document and summary, the unfinished decision file's and --save-index's
-// length and checksum, the spills' lengths and checksums, the round's kept
-// documents so far (kept-R-S.ndk: those it kept while reading input S). A
-// restart with the same command line reloads them and continues with the
-// next input file: a crash loses at most the file it interrupted.
+// the run stands and what the rounds carry: the counters, the unfinished
+// decision file's and --save-index's length and checksum, the spills'
+// lengths and checksums, the round's kept documents so far (kept-R-S.ndk:
+// those it kept while reading input S). What does not change once written
+// goes to rounds.log (CheckpointLog): the run's identity (command line, the
+// inputs' headers), then each shard's first document and summary as round 1
+// learns them. A restart with the same command line reloads them and
+// continues with the next input file: a crash loses at most the file it
+// interrupted.
 struct RoundCheckpoint {
-  std::string dir;                    // DIR/rounds: dec/, index/, spill-N, kept-R-S.ndk, rounds.json
+  std::string dir;                    // DIR/rounds: dec/, index/, spill-N, kept-R-S.ndk, rounds.json, rounds.log
   std::optional<Json> resume;         // the state of the run being resumed, or none
-  std::function<Status(Json*)> save;  // adds the caller's part (command line, inputs, bad lines), made durable
+  Json identity;                      // the log's first line: command line, inputs, --load-index
+  std::function<Status(Json*)> save;  // adds the caller's part (bad lines), made durable
+  std::unique_ptr<CheckpointLog> log;  // once this process has saved
   std::string State() const { return dir + "/rounds.json"; }
+  std::string Log() const { return dir + "/rounds.log"; }
   std::string Spill(int round) const { return dir + "/spill-" + std::to_string(round); }
   std::string Segment(int round, size_t shard) const {
     return dir + "/kept-" + std::to_string(round) + "-" + std::to_string(shard) + ".ndk";
@@ -1052,9 +1059,12 @@ Json UnfinishedJson(const Writer& w, uint64_t count) {
 // files made durable first. `start`: where the round to continue starts.
 Result<Json> RoundsJson(uint64_t start, const DecideState& st, Rounds& r) {
   Json j;
-  j["version"] = 3;  // 2: inside rounds (2026-11-30); 3: sealed (CheckpointFiles::Sealed)
+  // 2: inside rounds (2026-11-30); 3: sealed (CheckpointFiles::Sealed); 4:
+  // with rounds.log, segments as ranges (2026-12-01)
+  j["version"] = 4;
   j["rounds"] = r.rounds, j["start"] = start, j["finished_shards"] = r.finished_shards;
-  j["shard_first"] = r.shard_first, j["summaries"] = r.summaries;
+  // Past round 1, the number of documents (shard_first's last).
+  j["documents_of_run"] = r.shard_first.size() > r.shards.size() ? Json(r.shard_first.back()) : Json();
   j["visits"] = r.visits, j["last_decided"] = r.last_decided, j["peak_memory"] = r.peak_memory;
   j["elapsed_seconds"] = Since(r.started);
   j["stats"] = StatsJson(r.total);
@@ -1076,10 +1086,52 @@ Result<Json> RoundsJson(uint64_t start, const DecideState& st, Rounds& r) {
   return j;
 }
 
-// rounds.json written, with the caller's part, durably.
+// rounds.json written, with the caller's part, durably, after rounds.log:
+// the identity when the log is new (a new run, or one resumed from a
+// version without a log), then the shards round 1 finished since.
 Status WriteRounds(Json& j, Rounds& r) {
-  NEARDUP_RETURN_IF_ERROR(r.checkpoint->save(&j));
-  return CheckpointFiles::WriteDurably(r.checkpoint->State(), CheckpointFiles::Sealed(j));
+  RoundCheckpoint& c = *r.checkpoint;
+  NEARDUP_RETURN_IF_ERROR(c.save(&j));
+  if (!c.log && c.resume && c.resume->contains("log")) {
+    NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*c.resume)["log"], c.State()));
+    NEARDUP_ASSIGN_OR_RETURN(c.log, CheckpointLog::Continue(c.Log(), mark));
+  } else if (!c.log) {
+    NEARDUP_ASSIGN_OR_RETURN(c.log, CheckpointLog::Create(c.Log(), c.identity.dump()));
+  }
+  for (size_t s = c.log->lines() - 1; s < r.summaries.size(); ++s) {
+    NEARDUP_RETURN_IF_ERROR(c.log->Append(Json{{"first", r.shard_first[s]}, {"summary", r.summaries[s]}}.dump()));
+  }
+  NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, c.log->Sync());
+  j["log"] = mark.ToJson<Json>();
+  return CheckpointFiles::WriteDurably(c.State(), CheckpointFiles::Sealed(j));
+}
+
+// Shard numbers in increasing order as [first, end) ranges: a round's
+// segments, which would otherwise make each checkpoint O(shards).
+Json Ranges(const std::vector<size_t>& sorted) {
+  Json ranges = Json::array();
+  for (size_t i = 0; i < sorted.size();) {
+    size_t end = i + 1;
+    while (end < sorted.size() && sorted[end] == sorted[end - 1] + 1) ++end;
+    ranges.push_back({sorted[i], sorted[end - 1] + 1});
+    i = end;
+  }
+  return ranges;
+}
+
+// Ranges' shard numbers; version 3 recorded the numbers themselves.
+std::vector<size_t> ShardsOfRanges(const Json& j) {
+  std::vector<size_t> shards;
+  for (const Json& e : j) {
+    if (!e.is_array()) {
+      shards.push_back(e.get<size_t>());
+      continue;
+    }
+    const size_t first = e.at(0).get<size_t>(), end = e.at(1).get<size_t>();
+    if (end <= first || (!shards.empty() && first <= shards.back())) throw std::out_of_range("segments");
+    for (size_t s = first; s < end; ++s) shards.push_back(s);
+  }
+  return shards;
 }
 
 // The end of a round that a next one follows (`start`, reading spill `in`),
@@ -1104,7 +1156,7 @@ Status SaveInRound(const Deduplicator& dedup, uint64_t start, SpillFile* in, Spi
                    const RoundPosition& at, const DecideState& st, Rounds& r) {
   Json round = {{"next_shard", at.shard}, {"g", at.g},         {"deciding", at.deciding},
                 {"split", at.split},      {"in_offset", 0},     {"out", nullptr},
-                {"stats", StatsJson(dedup.stats())}, {"segments", r.segments}};
+                {"stats", StatsJson(dedup.stats())}, {"segments", Ranges(r.segments)}};
   if (in != nullptr) round["in_offset"] = in->Tell();
   if (out != nullptr) {
     NEARDUP_RETURN_IF_ERROR(out->Sync());
@@ -1176,7 +1228,7 @@ Result<RoundPosition> RestoreInRound(const Json& j, Deduplicator& dedup, SpillFi
   try {
     at = {j.at("next_shard").get<size_t>(), j.at("g").get<uint64_t>(), j.at("deciding").get<bool>(),
           j.at("split").get<uint64_t>()};
-    r.segments = j.at("segments").get<std::vector<size_t>>();
+    r.segments = ShardsOfRanges(j.at("segments"));
     if (at.shard >= r.shards.size() || (r.rounds > 0 && at.g != r.shard_first[at.shard])) {
       return Status::Corruption(r.checkpoint->State() + ": the round's place does not fit the inputs");
     }
@@ -1193,7 +1245,7 @@ Result<RoundPosition> RestoreInRound(const Json& j, Deduplicator& dedup, SpillFi
                                   .status());
     }
     dedup.RestoreProgress(StatsOfJson(j.at("stats")), st.loaded + (at.deciding ? at.g : at.split));
-  } catch (const Json::exception& e) {
+  } catch (const std::exception& e) {  // of Json, or of ShardsOfRanges
     return Status::Corruption(r.checkpoint->State() + ": " + e.what());
   }
   return at;
@@ -2043,6 +2095,39 @@ Status CheckCheckpointArgs(const StagedDedupArgs& a) {
   return Status::OK();
 }
 
+// What identifies the run (rounds.log's first line): a resumed run must
+// repeat it.
+Json RunIdentity(const StagedDedupArgs& a, const std::vector<ShardInfo>& shards) {
+  Json headers = Json::array();
+  for (const ShardInfo& shard : shards) headers.push_back(shard.header);
+  return {{"command_line", CheckpointFiles::ResumeKey()},
+          {"shards", std::move(headers)},
+          {"load_index", LoadedIndexIdentity(a.load_index)}};
+}
+
+// Puts what version 4 keeps in rounds.log where version 3 had it in
+// rounds.json: the identity, and each shard's first document and summary.
+Status ReadRoundsLog(const std::string& state, const std::string& log, Json* j) {
+  NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*j)["log"], state));
+  NEARDUP_ASSIGN_OR_RETURN(const std::vector<std::string> lines, CheckpointLog::Read(log, mark));
+  try {
+    const Json identity = Json::parse(lines.at(0));
+    for (const auto& [key, value] : identity.items()) (*j)[key] = value;
+    Json first = Json::array(), summaries = Json::array();
+    for (size_t i = 1; i < lines.size(); ++i) {
+      Json line = Json::parse(lines[i]);
+      first.push_back(line.at("first"));
+      summaries.push_back(std::move(line.at("summary")));
+    }
+    if (!j->at("documents_of_run").is_null()) first.push_back(j->at("documents_of_run"));
+    (*j)["shard_first"] = std::move(first);
+    (*j)["summaries"] = std::move(summaries);
+  } catch (const std::exception& e) {
+    return Status::Corruption(log + ": does not fit " + state + " (" + e.what() + "); remove it to start afresh");
+  }
+  return Status::OK();
+}
+
 // --checkpoint: the state of the interrupted run in DIR/rounds to continue,
 // or none (start afresh); DIR is locked by then. kInvalidArgument when DIR
 // holds another run's rounds.
@@ -2058,12 +2143,13 @@ Result<std::optional<Json>> LoadRoundCheckpoint(const StagedDedupArgs& a) {
   if (!in) return std::optional<Json>();
   Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
   // Version 1 (before 2026-11-30) recorded only the ends of rounds; 1 and 2
-  // have no checksum.
+  // have no checksum; 1 to 3 no log.
   const int version = j.is_object() ? j.value("version", 0) : 0;
-  if (j.is_discarded() || version < 1 || version > 3) {
+  if (j.is_discarded() || version < 1 || version > 4) {
     return Status::Corruption(path + ": not a checkpoint this version can read; remove it to start afresh");
   }
   NEARDUP_RETURN_IF_ERROR(CheckpointFiles::Unseal(&j, version >= 3, path));
+  if (version >= 4) NEARDUP_RETURN_IF_ERROR(ReadRoundsLog(path, files.RoundsLog(), &j));
   if (!CheckpointFiles::SameRun(j["command_line"])) {
     return Status::InvalidArgument("--checkpoint " + a.checkpoint + " holds another run (other arguments); remove it to start afresh");
   }
@@ -2113,14 +2199,9 @@ Status ResumeBadLines(const Json& state, const StagedDedupArgs& a, BadLines& bad
   return Status::OK();
 }
 
-// The caller's part of a round's checkpoint: what identifies the run, and
-// the bad lines (--rejects made durable, its length).
-Status SaveRunPart(const StagedDedupArgs& a, const std::vector<ShardInfo>& shards, BadLines& bad, Json* j) {
-  (*j)["command_line"] = CheckpointFiles::ResumeKey();
-  Json headers = Json::array();
-  for (const ShardInfo& shard : shards) headers.push_back(shard.header);
-  (*j)["shards"] = std::move(headers);
-  (*j)["load_index"] = LoadedIndexIdentity(a.load_index);
+// The caller's part of a round's checkpoint: the bad lines (--rejects made
+// durable, its length).
+Status SaveRunPart(const StagedDedupArgs& a, BadLines& bad, Json* j) {
   (*j)["bad_lines"] = bad.count();
   if (FilePtr& rejects = bad.rejects_file()) {
     NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(rejects), a.in.rejects));
@@ -2178,8 +2259,8 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   }
   RoundOutputs outputs;
   if (Status st = outputs.Open(a); !st.ok()) return Fail(st);
-  RoundCheckpoint checkpoint{(*dir)->path(), *resume,
-                             [&](Json* j) { return SaveRunPart(a, shards, bad, j); }};
+  RoundCheckpoint checkpoint{(*dir)->path(), *resume, RunIdentity(a, shards),
+                             [&](Json* j) { return SaveRunPart(a, bad, j); }, nullptr};
   DecideFlags d;
   d.output_dir = (*dir)->Path("dec");
   d.stats_json = a.stats_json.empty() ? "" : (*dir)->Path("stats.json");

@@ -364,15 +364,26 @@ inline Status CheckNotInput(const std::string& input, const std::string& output)
   return Status::OK();
 }
 
-// kInvalidArgument if two outputs name one file (by path, or an existing
-// file by identity), or both are standard output ('-'): both would write
-// it, each over or among the other's lines. Empty names (no such output)
-// are not compared.
+// `p` with its symlinks and "x/../" resolved, as far as it exists
+// (weakly_canonical), then normalized: the form PathBelow compares. Empty
+// if the file system cannot be asked.
+inline std::filesystem::path Resolved(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(p, ec).lexically_normal();
+}
+
+// kInvalidArgument if two outputs name one file (by path with its
+// directories' symlinks resolved, or an existing file by identity), or both
+// are standard output ('-'): both would write it, each over or among the
+// other's lines. Empty names (no such output) are not compared.
 inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
   if (std::count(outputs.begin(), outputs.end(), std::string("-")) > 1) {
     return Status::InvalidArgument("two outputs name standard output ('-'): their lines would be mixed; name files");
   }
   auto normal = [](const std::string& p) {
+    // Resolved: `-o d/x -d link/x` with link -> d, before either exists,
+    // was two names for one file (an adversarial test, 2026-11-30).
+    if (std::filesystem::path resolved = Resolved(p); !resolved.empty()) return resolved;
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(p, ec);
     return (ec ? std::filesystem::path(p) : abs).lexically_normal();
@@ -393,14 +404,6 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
     }
   }
   return Status::OK();
-}
-
-// `p` with its symlinks and "x/../" resolved, as far as it exists
-// (weakly_canonical), then normalized: the form PathBelow compares. Empty
-// if the file system cannot be asked.
-inline std::filesystem::path Resolved(const std::string& p) {
-  std::error_code ec;
-  return std::filesystem::weakly_canonical(p, ec).lexically_normal();
 }
 
 // The components of `path` below the directory `dir` (empty if `path` is

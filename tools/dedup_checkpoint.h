@@ -4,8 +4,11 @@
 //   kept-NNNNN.ndk      the documents kept while reading input NNNNN
 //                       (a kept-document file, dedup/kept_file.h)
 //   clusters-NNNNN.jsonl  its --clusters members, {"kept": seq, "id": <id>}
-//   state.json          last: the command line, the inputs, how many are
-//                       done, the counters and every output's size
+//   state.log           the command line, then per finished input its
+//                       size and time and its clusters' checksum
+//                       (CheckpointLog: appended, never rewritten)
+//   state.json          last: how many inputs are done, the counters,
+//                       every output's size, the log's mark
 // A restart with the same command line truncates the outputs to those
 // sizes and continues with the next input; a crash between two checkpoints
 // only loses the work since the last one. Included by cmd_dedup.cc.
@@ -28,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_log.h"
 #include "commands.h"
 #include "dir_lock.h"
 #include "input_files.h"
@@ -50,8 +54,10 @@ class CheckpointFiles {
   std::string Kept(size_t file) const { return Name("kept-", file, ".ndk"); }
   std::string Clusters(size_t file) const { return Name("clusters-", file, ".jsonl"); }
   std::string State() const { return dir_ + "/state.json"; }
+  std::string Log() const { return dir_ + "/state.log"; }
   // Where a --memory-limit run records its rounds (RoundCheckpoint).
   std::string RoundsState() const { return dir_ + "/rounds/rounds.json"; }
+  std::string RoundsLog() const { return dir_ + "/rounds/rounds.log"; }
 
   // The command a resumed run must repeat: every option given, with its
   // values in order, but those that change nothing in the outputs (-q,
@@ -108,12 +114,14 @@ class CheckpointFiles {
     std::stringstream ss;
     ss << in.rdbuf();
     nlohmann::json state = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    // Version 1 (before 2026-11-30) has no checksum.
+    // Version 1 (before 2026-11-30) has no checksum; versions 1 and 2
+    // (before 2026-12-01) no log.
     const int version = state.is_object() ? state.value("version", 0) : 0;
-    if (state.is_discarded() || (version != 1 && version != 2)) {
+    if (state.is_discarded() || version < 1 || version > 3) {
       return Status::Corruption(State() + ": not a checkpoint this version can read");
     }
     NEARDUP_RETURN_IF_ERROR(Unseal(&state, version >= 2, State()));
+    if (version >= 3) NEARDUP_RETURN_IF_ERROR(ReadLog(&state));
     if (!SameRun(state["command_line"])) {
       return Status::InvalidArgument("--checkpoint " + dir_ +
                                      " holds another run (other arguments); remove it to start afresh");
@@ -136,8 +144,27 @@ class CheckpointFiles {
     return std::optional<nlohmann::json>(std::move(state));
   }
 
-  // state.json, atomically and durably.
-  Status Save(const nlohmann::json& state) const { return WriteDurably(State(), Sealed(state)); }
+  // state.json, atomically and durably, after its log: the log gets the
+  // run's identity when it is new, then a line for each input finished
+  // since (`clusters_checksums` has one per finished input), and state.json
+  // records its mark. `resumed`: the state this process resumed, or null.
+  Status Save(nlohmann::json state, const nlohmann::json* resumed, const std::vector<InputFile>& inputs,
+              const std::vector<uint64_t>& clusters_checksums, const nlohmann::json& load_index) {
+    if (!log_ && resumed != nullptr && resumed->contains("log")) {
+      NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*resumed)["log"], State()));
+      NEARDUP_ASSIGN_OR_RETURN(log_, CheckpointLog::Continue(Log(), mark));
+    } else if (!log_) {  // a new run, or one resumed from a version without a log
+      const nlohmann::json identity = {{"command_line", ResumeKey()}, {"load_index", load_index}};
+      NEARDUP_ASSIGN_OR_RETURN(log_, CheckpointLog::Create(Log(), identity.dump()));
+    }
+    for (size_t i = log_->lines() - 1; i < clusters_checksums.size(); ++i) {
+      const nlohmann::json line = {{"input", Inputs({inputs[i]})[0]}, {"clusters", clusters_checksums[i]}};
+      NEARDUP_RETURN_IF_ERROR(log_->Append(line.dump()));
+    }
+    NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, log_->Sync());
+    state["log"] = mark.ToJson<nlohmann::json>();
+    return WriteDurably(State(), Sealed(state));
+  }
 
   // `state` as a checkpoint file holds it: with "checksum", the XXH3-64 of
   // its compact text without that field. Without it, a file damaged so that
@@ -172,6 +199,7 @@ class CheckpointFiles {
   // then empty.
   void Remove(size_t files) const {
     std::remove(State().c_str());
+    std::remove(Log().c_str());
     for (size_t i = 0; i <= files; ++i) {
       std::remove(Kept(i).c_str());
       std::remove(Clusters(i).c_str());
@@ -224,6 +252,32 @@ class CheckpointFiles {
   }
 
  private:
+  // Puts what version 3 keeps in state.log where version 2 had it in
+  // state.json: the command line, --load-index, and per finished input its
+  // stat and its clusters' checksum.
+  Status ReadLog(nlohmann::json* state) const {
+    NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*state)["log"], State()));
+    NEARDUP_ASSIGN_OR_RETURN(const std::vector<std::string> lines, CheckpointLog::Read(Log(), mark));
+    try {
+      const nlohmann::json identity = nlohmann::json::parse(lines.at(0));
+      (*state)["command_line"] = identity.at("command_line");
+      (*state)["load_index"] = identity.at("load_index");
+      nlohmann::json inputs = nlohmann::json::array(), checksums = nlohmann::json::array();
+      for (size_t i = 1; i < lines.size(); ++i) {
+        const nlohmann::json line = nlohmann::json::parse(lines[i]);
+        inputs.push_back(line.at("input"));
+        checksums.push_back(line.at("clusters"));
+      }
+      if (lines.size() != state->at("files_done").get<size_t>() + 1) throw std::out_of_range("files_done");
+      (*state)["inputs"] = std::move(inputs);
+      (*state)["clusters_checksums"] = std::move(checksums);
+    } catch (const std::exception& e) {
+      return Status::Corruption(Log() + ": does not fit " + State() + " (" + e.what() +
+                                "); remove the checkpoint to start afresh");
+    }
+    return Status::OK();
+  }
+
   // The key of checkpoints written before 2026-11-30: the raw command line
   // without -q, --progress and --threads in their separate or `=` forms.
   static std::vector<std::string> LegacyResumeKey() {
@@ -252,6 +306,7 @@ class CheckpointFiles {
 
   std::string dir_;
   FileLock lock_;
+  std::unique_ptr<CheckpointLog> log_;  // once this process has saved
 };
 
 }  // namespace neardup::cli

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -101,11 +102,19 @@ class PendingOutputs {
   }
 
  private:
-  // ".neardup-PID-NAME" beside `p`; of a long NAME only its end, so that the
-  // name fits a file system's 255 bytes and still ends as NAME does.
+  // ".neardup-PID-NAME" beside `p`. Of a long NAME only its end, so that the
+  // name fits a file system's 255 bytes and still ends as NAME does, after
+  // the XXH3 of the whole NAME: two long names that end alike (once the same
+  // temporary file, the second output written over the first) stay apart.
   static std::string TemporaryName(const std::filesystem::path& p, long pid) {
     constexpr size_t kMaxName = 255;
-    const std::string prefix = ".neardup-" + std::to_string(pid) + "-", name = p.filename().string();
+    std::string prefix = ".neardup-" + std::to_string(pid) + "-";
+    const std::string name = p.filename().string();
+    if (prefix.size() + name.size() > kMaxName) {
+      char tag[20];
+      std::snprintf(tag, sizeof tag, "%016llx-", static_cast<unsigned long long>(XXH3_64bits(name.data(), name.size())));
+      prefix += tag;
+    }
     const size_t keep = std::min(name.size(), kMaxName - prefix.size());
     return (p.parent_path() / (prefix + name.substr(name.size() - keep))).string();
   }
