@@ -4,8 +4,9 @@
 // file (one line each: a summary, a checksum). The state file, rewritten at
 // every input's end, records only the log's mark (lines, bytes, XXH3-64 of
 // those bytes). Before, the state file held all of it, so each checkpoint
-// wrote O(inputs) bytes and a run O(inputs^2): 1,000 small inputs took 21.5 s
-// with --checkpoint against 1.1 s without (2026-12-01).
+// wrote O(inputs) bytes and a run O(inputs^2): 1,000 small inputs took 23.6 s
+// with --memory-limit --checkpoint against 1.9 s without, now 3.5 s
+// (bench/results/checkpoint-many-inputs-2026-12-01.txt).
 //
 // Order of durability: lines are appended and fsynced (Sync) before the
 // state file that records the mark is written, so a crash between the two
