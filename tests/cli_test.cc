@@ -1089,6 +1089,19 @@ TEST_F(CliTest, TwoOutputsOfOnePathAreRefused) {
     EXPECT_FALSE(std::filesystem::exists(o)) << flags;
   }
   EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("y{shard}") + " --output-shards 2 -d " + Path("y00001")), 2);
+  // Regression (adversarial test, 2026-11-30): an output that is the
+  // --save-index (or --checkpoint) directory was truncated, then the run
+  // failed to make the directory (exit 1).
+  WriteFile(Path("prev"), "the previous run's output\n");
+  for (const std::string& flag : {" --save-index ", " --checkpoint "}) {
+    for (const char* mode : {"", " --memory-limit 1"}) {
+      EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("prev") + flag + Path("prev") + mode), 2) << flag << mode;
+      EXPECT_NE(err_.find("output " + Path("prev") + " is the" + flag.substr(0, flag.size() - 1) + " directory"),
+                std::string::npos)
+          << err_;
+      EXPECT_EQ(ReadFile(Path("prev")), "the previous run's output\n") << flag << mode;
+    }
+  }
   // Regression (adversarial test, 2026-11-30): through a symbolic link to
   // the directory, before either file exists, the two were written as one.
   std::filesystem::create_directories(Path("real"));

@@ -418,9 +418,9 @@ inline std::optional<std::filesystem::path> PathBelow(std::filesystem::path dir,
   return rest;
 }
 
-// kInvalidArgument if an output lies inside one of `dirs`, (flag, directory)
-// pairs: an index or checkpoint directory the run reads or writes, whose
-// files an output there would overwrite or be deleted with.
+// kInvalidArgument if an output is or lies inside one of `dirs`, (flag,
+// directory) pairs: an index or checkpoint directory the run reads or
+// writes, whose files an output there would overwrite or be deleted with.
 inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
                                   const std::vector<std::pair<std::string, std::string>>& dirs) {
   for (const auto& [flag, dir] : dirs) {
@@ -432,6 +432,12 @@ inline Status CheckOutputsOutside(const std::vector<std::string>& outputs,
       if (rest && !rest->empty()) {
         return Status::InvalidArgument("output " + out + " is inside the " + flag + " directory " + dir +
                                        ", whose files the run reads or writes; write it elsewhere");
+      }
+      // Regression (adversarial test, 2026-11-30): `-o x --save-index x`
+      // truncated x, then failed (exit 1) to make the directory.
+      if (rest) {
+        return Status::InvalidArgument("output " + out + " is the " + flag + " directory " + dir +
+                                       "; name another file or directory");
       }
     }
   }
