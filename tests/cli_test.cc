@@ -1110,6 +1110,12 @@ TEST_F(CliTest, TwoOutputsOfOnePathAreRefused) {
     EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("real/k") + " -d " + Path("link/k") + mode), 2) << mode;
     EXPECT_NE(err_.find("two outputs name one file"), std::string::npos) << err_;
     EXPECT_FALSE(std::filesystem::exists(Path("real/k"))) << mode;
+    // A symbolic link to the other output's file, which does not exist yet.
+    std::filesystem::create_symlink("k", Path("real/klink"));
+    EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("real/k") + " -d " + Path("real/klink") + mode), 2) << mode;
+    EXPECT_NE(err_.find("two outputs name one file"), std::string::npos) << err_;
+    EXPECT_FALSE(std::filesystem::exists(Path("real/k"))) << mode;
+    std::filesystem::remove(Path("real/klink"));
   }
 }
 

@@ -382,9 +382,17 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
   }
   auto normal = [](const std::string& p) {
     // Resolved: `-o d/x -d link/x` with link -> d, before either exists,
-    // was two names for one file (an adversarial test, 2026-11-30).
-    if (std::filesystem::path resolved = Resolved(p); !resolved.empty()) return resolved;
+    // was two names for one file (an adversarial test, 2026-11-30); and a
+    // symlink to a file not there yet (`-o d/k -d d/klink`, klink -> k),
+    // which weakly_canonical leaves as it is (2026-12-01).
+    std::filesystem::path name = p;
     std::error_code ec;
+    for (int hops = 0; hops < 40 && std::filesystem::is_symlink(std::filesystem::symlink_status(name, ec)); ++hops) {
+      const std::filesystem::path target = std::filesystem::read_symlink(name, ec);
+      if (ec) break;
+      name = target.is_absolute() ? target : name.parent_path() / target;
+    }
+    if (std::filesystem::path resolved = Resolved(name.string()); !resolved.empty()) return resolved;
     const std::filesystem::path abs = std::filesystem::absolute(p, ec);
     return (ec ? std::filesystem::path(p) : abs).lexically_normal();
   };
