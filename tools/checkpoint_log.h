@@ -69,6 +69,21 @@ class CheckpointLog {
     return log;
   }
 
+  // The lines the mark in `state_json`["log"] covers, each parsed (the
+  // state file's path `state` for messages). kCorruption as Read, or when a
+  // line is not JSON.
+  template <typename Json>
+  static Result<std::vector<Json>> ReadJson(const std::string& path, const Json& state_json, const std::string& state) {
+    NEARDUP_ASSIGN_OR_RETURN(const Mark mark, Mark::Of(state_json.contains("log") ? state_json["log"] : Json(), state));
+    NEARDUP_ASSIGN_OR_RETURN(const std::vector<std::string> lines, Read(path, mark));
+    std::vector<Json> parsed;
+    for (const std::string& line : lines) {
+      parsed.push_back(Json::parse(line, nullptr, /*allow_exceptions=*/false));
+      if (parsed.back().is_discarded()) return Damaged(path);
+    }
+    return parsed;
+  }
+
   // The lines `mark` covers (without their newlines), read-only.
   // kCorruption when the log is shorter, its bytes hash otherwise, or they
   // hold another number of lines.
@@ -88,6 +103,18 @@ class CheckpointLog {
     }
     if (lines.size() != mark.lines) return Damaged(path);
     return lines;
+  }
+
+  // The log this process appends to: the resumed run's, when the state it
+  // resumed (`resumed`, or null) records a mark in "log" (its path `state`,
+  // for messages), else a new one whose first line is `identity` (a new
+  // run, or one resumed from a version without a log).
+  template <typename Json>
+  static Result<std::unique_ptr<CheckpointLog>> ForRun(const std::string& path, const Json* resumed,
+                                                       const std::string& state, std::string_view identity) {
+    if (resumed == nullptr || !resumed->contains("log")) return Create(path, identity);
+    NEARDUP_ASSIGN_OR_RETURN(const Mark mark, Mark::Of((*resumed)["log"], state));
+    return Continue(path, mark);
   }
 
   // The log an earlier process wrote, cut back to `mark` (it may have

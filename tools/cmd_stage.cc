@@ -1092,11 +1092,9 @@ Result<Json> RoundsJson(uint64_t start, const DecideState& st, Rounds& r) {
 Status WriteRounds(Json& j, Rounds& r) {
   RoundCheckpoint& c = *r.checkpoint;
   NEARDUP_RETURN_IF_ERROR(c.save(&j));
-  if (!c.log && c.resume && c.resume->contains("log")) {
-    NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*c.resume)["log"], c.State()));
-    NEARDUP_ASSIGN_OR_RETURN(c.log, CheckpointLog::Continue(c.Log(), mark));
-  } else if (!c.log) {
-    NEARDUP_ASSIGN_OR_RETURN(c.log, CheckpointLog::Create(c.Log(), c.identity.dump()));
+  if (!c.log) {
+    NEARDUP_ASSIGN_OR_RETURN(c.log, CheckpointLog::ForRun(c.Log(), c.resume ? &*c.resume : nullptr, c.State(),
+                                                          c.identity.dump()));
   }
   for (size_t s = c.log->lines() - 1; s < r.summaries.size(); ++s) {
     NEARDUP_RETURN_IF_ERROR(c.log->Append(Json{{"first", r.shard_first[s]}, {"summary", r.summaries[s]}}.dump()));
@@ -2108,14 +2106,12 @@ Json RunIdentity(const StagedDedupArgs& a, const std::vector<ShardInfo>& shards)
 // Puts what version 4 keeps in rounds.log where version 3 had it in
 // rounds.json: the identity, and each shard's first document and summary.
 Status ReadRoundsLog(const std::string& state, const std::string& log, Json* j) {
-  NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*j)["log"], state));
-  NEARDUP_ASSIGN_OR_RETURN(const std::vector<std::string> lines, CheckpointLog::Read(log, mark));
+  NEARDUP_ASSIGN_OR_RETURN(std::vector<Json> lines, CheckpointLog::ReadJson(log, *j, state));
   try {
-    const Json identity = Json::parse(lines.at(0));
-    for (const auto& [key, value] : identity.items()) (*j)[key] = value;
+    for (const auto& [key, value] : lines.at(0).items()) (*j)[key] = value;
     Json first = Json::array(), summaries = Json::array();
     for (size_t i = 1; i < lines.size(); ++i) {
-      Json line = Json::parse(lines[i]);
+      Json& line = lines[i];
       first.push_back(line.at("first"));
       summaries.push_back(std::move(line.at("summary")));
     }

@@ -367,9 +367,18 @@ inline Status CheckNotInput(const std::string& input, const std::string& output)
 // `p` with its symlinks and "x/../" resolved, as far as it exists
 // (weakly_canonical), then normalized: the form PathBelow compares. Empty
 // if the file system cannot be asked.
+// A symlink whose target does not exist yet is followed too (`d/klink` ->
+// k is `d/k`): weakly_canonical leaves it as it is, and `-o d/k -d d/klink`
+// was then two names of one file (an adversarial test, 2026-12-01).
 inline std::filesystem::path Resolved(const std::string& p) {
   std::error_code ec;
-  return std::filesystem::weakly_canonical(p, ec).lexically_normal();
+  std::filesystem::path name = p;
+  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(std::filesystem::symlink_status(name, ec)); ++hops) {
+    const std::filesystem::path target = std::filesystem::read_symlink(name, ec);
+    if (ec) break;
+    name = target.is_absolute() ? target : name.parent_path() / target;
+  }
+  return std::filesystem::weakly_canonical(name, ec).lexically_normal();
 }
 
 // kInvalidArgument if two outputs name one file (by path with its
@@ -382,17 +391,9 @@ inline Status CheckDistinctOutputs(const std::vector<std::string>& outputs) {
   }
   auto normal = [](const std::string& p) {
     // Resolved: `-o d/x -d link/x` with link -> d, before either exists,
-    // was two names for one file (an adversarial test, 2026-11-30); and a
-    // symlink to a file not there yet (`-o d/k -d d/klink`, klink -> k),
-    // which weakly_canonical leaves as it is (2026-12-01).
-    std::filesystem::path name = p;
+    // was two names for one file (an adversarial test, 2026-11-30).
+    if (std::filesystem::path resolved = Resolved(p); !resolved.empty()) return resolved;
     std::error_code ec;
-    for (int hops = 0; hops < 40 && std::filesystem::is_symlink(std::filesystem::symlink_status(name, ec)); ++hops) {
-      const std::filesystem::path target = std::filesystem::read_symlink(name, ec);
-      if (ec) break;
-      name = target.is_absolute() ? target : name.parent_path() / target;
-    }
-    if (std::filesystem::path resolved = Resolved(name.string()); !resolved.empty()) return resolved;
     const std::filesystem::path abs = std::filesystem::absolute(p, ec);
     return (ec ? std::filesystem::path(p) : abs).lexically_normal();
   };

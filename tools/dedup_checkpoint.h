@@ -150,12 +150,9 @@ class CheckpointFiles {
   // records its mark. `resumed`: the state this process resumed, or null.
   Status Save(nlohmann::json state, const nlohmann::json* resumed, const std::vector<InputFile>& inputs,
               const std::vector<uint64_t>& clusters_checksums, const nlohmann::json& load_index) {
-    if (!log_ && resumed != nullptr && resumed->contains("log")) {
-      NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*resumed)["log"], State()));
-      NEARDUP_ASSIGN_OR_RETURN(log_, CheckpointLog::Continue(Log(), mark));
-    } else if (!log_) {  // a new run, or one resumed from a version without a log
+    if (!log_) {
       const nlohmann::json identity = {{"command_line", ResumeKey()}, {"load_index", load_index}};
-      NEARDUP_ASSIGN_OR_RETURN(log_, CheckpointLog::Create(Log(), identity.dump()));
+      NEARDUP_ASSIGN_OR_RETURN(log_, CheckpointLog::ForRun(Log(), resumed, State(), identity.dump()));
     }
     for (size_t i = log_->lines() - 1; i < clusters_checksums.size(); ++i) {
       const nlohmann::json line = {{"input", Inputs({inputs[i]})[0]}, {"clusters", clusters_checksums[i]}};
@@ -256,15 +253,14 @@ class CheckpointFiles {
   // state.json: the command line, --load-index, and per finished input its
   // stat and its clusters' checksum.
   Status ReadLog(nlohmann::json* state) const {
-    NEARDUP_ASSIGN_OR_RETURN(const CheckpointLog::Mark mark, CheckpointLog::Mark::Of((*state)["log"], State()));
-    NEARDUP_ASSIGN_OR_RETURN(const std::vector<std::string> lines, CheckpointLog::Read(Log(), mark));
+    NEARDUP_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> lines, CheckpointLog::ReadJson(Log(), *state, State()));
     try {
-      const nlohmann::json identity = nlohmann::json::parse(lines.at(0));
+      const nlohmann::json& identity = lines.at(0);
       (*state)["command_line"] = identity.at("command_line");
       (*state)["load_index"] = identity.at("load_index");
       nlohmann::json inputs = nlohmann::json::array(), checksums = nlohmann::json::array();
       for (size_t i = 1; i < lines.size(); ++i) {
-        const nlohmann::json line = nlohmann::json::parse(lines[i]);
+        const nlohmann::json& line = lines[i];
         inputs.push_back(line.at("input"));
         checksums.push_back(line.at("clusters"));
       }
