@@ -1093,7 +1093,7 @@ TEST_F(CliTest, TwoOutputsOfOnePathAreRefused) {
   // --save-index (or --checkpoint) directory was truncated, then the run
   // failed to make the directory (exit 1).
   WriteFile(Path("prev"), "the previous run's output\n");
-  for (const std::string& flag : {" --save-index ", " --checkpoint "}) {
+  for (const std::string flag : {" --save-index ", " --checkpoint "}) {
     for (const char* mode : {"", " --memory-limit 1"}) {
       EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("prev") + flag + Path("prev") + mode), 2) << flag << mode;
       EXPECT_NE(err_.find("output " + Path("prev") + " is the" + flag.substr(0, flag.size() - 1) + " directory"),
@@ -1637,6 +1637,47 @@ TEST_F(CliTest, DirectoryInputIsAUsageErrorAndCreatesNothing) {
   EXPECT_EQ(Run("fingerprint -i " + Path("dir") + " -o " + Path("u")), 2);
   EXPECT_NE(::access(Path("u").c_str(), F_OK), 0);
   EXPECT_EQ(Run("idf build -i " + Path("dir") + " -o " + Path("u")), 2);
+}
+
+// Regression (a tester, 2026-11-30): a name that is not valid UTF-8, where a
+// run records names as JSON, ended it with "internal error:
+// [json.exception.type_error.316]" (exit 1), after outputs and a checkpoint
+// that could never be resumed were written. Now refused (exit 2) before
+// anything is written; runs that record no name still take such files.
+TEST_F(CliTest, NamesThatAreNotUtf8AreRefusedWhereTheyAreRecorded) {
+  ::mkdir(Path("in").c_str(), 0755);
+  const std::string latin1 = Path("in/caf\xe9.jsonl"), in = Path("docs.jsonl");
+  WriteFile(latin1, ReadFile(kSample));
+  WriteFile(in, ReadFile(kSample));
+  const std::string out = " -o " + Path("kept") + " -d " + Path("dups");
+  struct Case {
+    std::string args, recorder, shown;
+  };
+  const Case cases[] = {
+      {"dedup -q -i '" + latin1 + "'" + out + " --checkpoint " + Path("ck"), "--checkpoint", "caf\\xE9.jsonl"},
+      {"dedup -q -i " + Path("in") + out + " --checkpoint " + Path("ck"), "--checkpoint", "caf\\xE9.jsonl"},
+      {"dedup -q -i '" + in + "' -o '" + Path("k\xfe") + "' --checkpoint " + Path("ck"), "--checkpoint", "k\\xFE"},
+      {"dedup -q -i '" + latin1 + "'" + out + " --memory-limit 1 --checkpoint " + Path("ck"), "--memory-limit",
+       "caf\\xE9.jsonl"},
+      {"dedup -q -i '" + latin1 + "'" + out + " --memory-limit 1", "--memory-limit", "caf\\xE9.jsonl"},
+      {"dedup -q -i '" + latin1 + "'" + out + " --save-index " + Path("ix"), "--save-index", "caf\\xE9.jsonl"},
+      {"stage fingerprint -i '" + latin1 + "' -o " + Path("s.sig"), "stage fingerprint", "caf\\xE9.jsonl"},
+      {"stage plan -i " + Path("in"), "stage plan", "caf\\xE9.jsonl"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    EXPECT_EQ(Run(c.args), 2) << err_;
+    EXPECT_EQ(err_.find("neardup: " + c.recorder), 0u) << err_;
+    EXPECT_NE(err_.find("records file names as JSON"), std::string::npos) << err_;
+    EXPECT_NE(err_.find(c.shown + " is not valid UTF-8"), std::string::npos) << err_;
+    for (const char* name : {"kept", "dups", "ck", "ix", "s.sig", "k\xfe"}) {
+      EXPECT_NE(::access(Path(name).c_str(), F_OK), 0) << name;
+    }
+  }
+  // Nothing recorded: the name is only opened.
+  EXPECT_EQ(Run("dedup -q -i '" + in + "' -o " + Path("kept2")), 0) << err_;
+  EXPECT_EQ(Run("dedup -q -i '" + latin1 + "'" + out + " --stats-json " + Path("st")), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("kept")), ReadFile(Path("kept2")));
 }
 
 TEST_F(CliTest, MaxTextBytesCutsAndCounts) {

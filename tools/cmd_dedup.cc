@@ -762,6 +762,23 @@ Status CheckDecideJoin(const DedupFlags& f) {
   return Status::OK();
 }
 
+// kInvalidArgument if a name that --checkpoint (its command line and
+// inputs), --memory-limit (its round files' headers) or --save-index (the
+// manifest's inputs and loaded indexes) records as JSON is not valid UTF-8.
+Status CheckRecordedNames(const DedupFlags& f, const std::vector<InputFile>& inputs) {
+  std::vector<std::string> paths;
+  for (const InputFile& in : inputs) paths.push_back(in.path);
+  if (f.memory_limit > 0) NEARDUP_RETURN_IF_ERROR(CheckRecordableNames(paths, "--memory-limit"));
+  if (!f.checkpoint.empty()) {
+    std::vector<std::string> names = CommandLine();
+    names.insert(names.end(), paths.begin(), paths.end());
+    NEARDUP_RETURN_IF_ERROR(CheckRecordableNames(names, "--checkpoint"));
+  }
+  if (f.save_index.empty()) return Status::OK();
+  paths.insert(paths.end(), f.load_index.begin(), f.load_index.end());
+  return CheckRecordableNames(paths, "--save-index");
+}
+
 int RunDedup(const DedupFlags& f) {
   if (Status st = CheckDecideJoin(f); !st.ok()) return Fail(st);
   auto fp_options = ToFingerprintOptions(f.fp);
@@ -798,6 +815,7 @@ int RunDedup(const DedupFlags& f) {
   }
   auto inputs = ExpandInputs(f.in.inputs.empty() ? std::vector<std::string>{"-"} : f.in.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
+  if (Status st = CheckRecordedNames(f, *inputs); !st.ok()) return Fail(st);
   if (f.memory_limit > 0) return RunDedupInRounds(f, *inputs);
   const bool all_first = f.keep == "longest" || f.decide == "join";  // reads the inputs twice
   DedupRun run(f, *created.value(), ResolveThreads(f.threads));

@@ -173,6 +173,7 @@ int RunPlan(const PlanFlags& f) {
   if (!inputs.ok()) return Fail(inputs.status());
   Json j = Json::array();
   for (const InputFile& in : *inputs) {
+    if (Status st = CheckRecordableNames({in.path}, "stage plan"); !st.ok()) return Fail(st);
     // Checked before opening: opening a pipe with no writer waits for one.
     if (ReadableOnce(in.path)) {
       return Fail(Status::InvalidArgument("a staged run reads each input twice: " +
@@ -287,6 +288,7 @@ int RunFingerprintStage(const FingerprintStageFlags& f) {
     return Fail(Status::InvalidArgument("stage fingerprint reads a file (the filter stage reads it again), "
                                         "not standard input"));
   }
+  if (Status st = CheckRecordableNames({path}, "stage fingerprint (the shard's header)"); !st.ok()) return Fail(st);
   if (f.shard >= f.shards) {
     return Fail(Status::InvalidArgument("--shard " + std::to_string(f.shard) + " is not below --shards " +
                                         std::to_string(f.shards)));
@@ -1364,6 +1366,9 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   const uint64_t max_text_bytes = (*shards)[0].header["settings"].value("max_text_bytes", uint64_t{1} << 20);
   if (Status st = CheckMemoryLimit(f.memory_limit, f.keep, f.clusters); !st.ok()) return Fail(st);
   if (Status st = CheckSaveIsNotLoaded(f.load_index, f.save_index); !st.ok()) return Fail(st);
+  if (!f.save_index.empty()) {  // the manifest names the loaded indexes
+    if (Status st = CheckRecordableNames(f.load_index, "--save-index"); !st.ok()) return Fail(st);
+  }
   std::error_code ec;
   std::filesystem::create_directories(f.output_dir, ec);
   if (ec) return Fail(Status::IOError("cannot create " + f.output_dir + ": " + ec.message()));

@@ -35,6 +35,7 @@
 #include "neardup/dedup/near_dup_set.h"
 #include "neardup/dedup/setting.h"
 #include "neardup/util/status.h"
+#include "util/utf8.h"
 
 namespace neardup::cli {
 
@@ -379,6 +380,36 @@ inline std::filesystem::path Resolved(const std::string& p) {
     name = target.is_absolute() ? target : name.parent_path() / target;
   }
   return std::filesystem::weakly_canonical(name, ec).lexically_normal();
+}
+
+// kInvalidArgument unless every name is valid UTF-8. A file whose JSON
+// records names (a --checkpoint's command line and inputs, a saved index's
+// manifest, a signature shard's header, `stage plan`'s list) can hold no
+// other strings: such a name ended the run with "internal error:
+// [json.exception.type_error.316]" (exit 1) after it had written outputs,
+// and a checkpoint that can never be resumed (a tester, 2026-11-30).
+// Checked before anything is written; `recorder` says what records them.
+inline Status CheckRecordableNames(const std::vector<std::string>& names, const std::string& recorder) {
+  for (const std::string& name : names) {
+    if (IsValidUtf8(name)) continue;
+    std::string shown;  // the invalid bytes as \xHH, so the message itself is text
+    for (size_t i = 0; i < name.size();) {
+      const auto lead = static_cast<unsigned char>(name[i]);
+      const size_t len = lead < 0x80 ? 1 : lead >> 5 == 6 ? 2 : lead >> 4 == 14 ? 3 : lead >> 3 == 30 ? 4 : 0;
+      if (len > 0 && i + len <= name.size() && IsValidUtf8(std::string_view(name).substr(i, len))) {
+        shown.append(name, i, len);
+        i += len;
+        continue;
+      }
+      char hex[5];
+      std::snprintf(hex, sizeof(hex), "\\x%02X", lead);
+      shown += hex;
+      ++i;
+    }
+    return Status::InvalidArgument(recorder + " records file names as JSON, which holds only UTF-8 text, and " + shown +
+                                   " is not valid UTF-8: rename it");
+  }
+  return Status::OK();
 }
 
 // kInvalidArgument if two outputs name one file (by path with its
