@@ -1680,6 +1680,36 @@ TEST_F(CliTest, NamesThatAreNotUtf8AreRefusedWhereTheyAreRecorded) {
   EXPECT_EQ(ReadFile(Path("kept")), ReadFile(Path("kept2")));
 }
 
+// Regression (a tester, 2026-12-02): --keep longest decided every document
+// before writing, so with --strict or --max-bad-lines a document after the
+// stopping line (never written) became the match of one before it, which
+// was then in neither output; the counts exceeded the lines read.
+TEST_F(CliTest, KeepLongestDecidesOnlyTheLinesBeforeAStop) {
+  const std::string a = R"({"id":"a","text":"the quick brown fox jumps over the lazy dog"})";
+  const std::string c = R"({"id":"c","text":"the quick brown fox jumps over the lazy dog and then runs far away"})";
+  WriteFile(Path("in.jsonl"), a + "\n" + R"({"id":"bad","text":5})" + "\n[1]\n" + c + "\n");
+  const std::string common = "dedup -q -i " + Path("in.jsonl") + " -o " + Path("kept") + " -d " + Path("dups") +
+                             " --threshold 0.5 --stats-json " + Path("st") + " --keep ";
+  for (const std::string keep : {"first", "longest"}) {
+    for (const auto& [stop, code] : std::vector<std::pair<std::string, int>>{{" --strict", 3}, {" --max-bad-lines 1", 4}}) {
+      SCOPED_TRACE(keep + stop);
+      EXPECT_EQ(Run(common + keep + stop), code) << err_;
+      EXPECT_EQ(ReadFile(Path("kept")), a + "\n");
+      EXPECT_EQ(ReadFile(Path("dups")), "");
+      const auto st = nlohmann::json::parse(ReadFile(Path("st")));
+      EXPECT_EQ(st["documents"], 1);
+      EXPECT_EQ(st["kept"], 1);
+      EXPECT_EQ(st["duplicates"], 0);
+    }
+  }
+  // Without a stop, the longer later text is kept (the test's premise).
+  EXPECT_EQ(Run(common + "longest"), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("kept")), c + "\n");
+  // --strict names the line even under -q.
+  EXPECT_EQ(Run(common + "first --strict"), 3);
+  EXPECT_NE(err_.find("(--strict): line 2"), std::string::npos) << err_;
+}
+
 TEST_F(CliTest, MaxTextBytesCutsAndCounts) {
   const std::string long_text(5000, 'w');
   WriteFile(Path("in.jsonl"), "{\"id\":1,\"text\":\"" + long_text + " tail one\"}\n{\"id\":2,\"text\":\"" +

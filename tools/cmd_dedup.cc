@@ -186,7 +186,11 @@ class DedupRun {
       join_ = std::make_unique<JoinStats>();
       NEARDUP_ASSIGN_OR_RETURN(precomputed_->join, JoinDecider::Create(sigs, dedup_.options(), threads_, join_.get()));
     } else {
-      NEARDUP_ASSIGN_OR_RETURN(precomputed_->decisions, neardup::cli::DecideLongestFirst(dedup_, sigs, loaded_));
+      // Only the documents before a bad line that stops the run: a later one
+      // was made the match of an earlier one, which then went unwritten
+      // (a tester, 2026-12-02). The join decides in input order anyway.
+      NEARDUP_ASSIGN_OR_RETURN(precomputed_->decisions,
+                               DecideLongestFirst(dedup_, sigs, loaded_, precomputed_->stop_docs));
     }
     counters_.decide_s += Since(t0);
     return Status::OK();
@@ -212,6 +216,8 @@ class DedupRun {
       texts.clear();
       for (const InputRecord& r : cur) {
         precomputed_->facts.Add(r);
+        const bool stops = r.kind == InputRecord::Kind::kBad && BadLines::StopsAt(f_.in, ++precomputed_->bad_lines);
+        if (stops) precomputed_->stop_docs = std::min(precomputed_->stop_docs, sigs->size() + texts.size());
         if (r.kind != InputRecord::Kind::kDocument) continue;
         kept_ids_.Add(loaded_ + sigs->size() + texts.size(), r.id);  // every id: a kept one may come later
         texts.push_back(r.text());
@@ -688,6 +694,8 @@ class DedupRun {
     std::unique_ptr<JoinDecider> join;  // reads sigs
     LineFacts facts;                    // of every line, for the write pass
     KeptIds::Walker ids;                // over kept_ids_ (every document's), for the write pass
+    uint64_t bad_lines = 0;             // so far
+    size_t stop_docs = SIZE_MAX;        // documents before the bad line that stops the run
   };
   std::unique_ptr<Precomputed> precomputed_;
   std::unique_ptr<JoinStats> join_;  // --decide join

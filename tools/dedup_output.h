@@ -244,14 +244,15 @@ inline void AddDecisionOutputFlags(CLI::App* cmd, std::vector<std::string>* load
 
 // ---- --keep longest -------------------------------------------------------------
 
-// Decides the documents of `sigs` (the run's documents in input order, after
-// `loaded` documents of --load-index) from the longest text to the shortest,
+// Decides the first `count` documents of `sigs` (the run's documents in
+// input order, after `loaded` documents of --load-index; the rest, after a
+// line that stops the run, are left undecided) from the longest text to the shortest,
 // ties in input order: each is kept unless a kept one matches it. Returns
 // the decisions in input order; duplicate_of names documents by input order
 // (loaded + index), as the outputs do.
 inline Result<std::vector<DedupDecision>> DecideLongestFirst(Deduplicator& dedup, const std::vector<DocSignature>& sigs,
-                                                             uint64_t loaded) {
-  std::vector<uint64_t> order(sigs.size());
+                                                             uint64_t loaded, size_t count = SIZE_MAX) {
+  std::vector<uint64_t> order(std::min(count, sigs.size()));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint64_t a, uint64_t b) { return sigs[a].num_chars > sigs[b].num_chars; });

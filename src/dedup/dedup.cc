@@ -18,6 +18,7 @@ Result<std::unique_ptr<Deduplicator>> Deduplicator::Create(const DedupOptions& o
   set_options.exact_fast_path = options.exact_fast_path;
   set_options.recheck = options.recheck;
   set_options.sketch_dir = options.sketch_dir;
+  set_options.policy_fixed = true;  // a run's options hold for the whole run
   NEARDUP_ASSIGN_OR_RETURN(std::unique_ptr<NearDupSet> set, NearDupSet::Create(set_options));
   return std::unique_ptr<Deduplicator>(new Deduplicator(options, std::move(fp), std::move(set)));
 }

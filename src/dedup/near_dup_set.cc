@@ -416,6 +416,7 @@ size_t NearDupSet::MakeRecord(DocId id, const DocSignature& doc, uint32_t* rec, 
 }
 
 size_t NearDupSet::IndexedAnchorCount() const {
+  if (options_.policy_fixed && !options_.recheck.enabled) return 0;
   return static_cast<size_t>(std::max(options_.recheck.anchors, RecheckOptions{}.anchors));
 }
 
@@ -507,6 +508,7 @@ Status NearDupSet::set_k(int k) {
 }
 
 Status NearDupSet::SetPolicy(const RecheckOptions& recheck) {
+  if (options_.policy_fixed) return Status::FailedPrecondition("the re-check policy of this set is fixed");
   NEARDUP_RETURN_IF_ERROR(ValidateSettings(RecheckSettingTable(), recheck));
   if (recheck.sketch_max_chars != options_.recheck.sketch_max_chars) {
     return Status::FailedPrecondition("sketch_max_chars is fixed when the set is created");

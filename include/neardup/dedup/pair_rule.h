@@ -73,6 +73,12 @@ struct NearDupOptions {
   // records are most of a short text's memory; near_dup_set.h). Decisions
   // are the same either way.
   std::string sketch_dir;
+  // The re-check policy never changes (the batch job): SetPolicy is refused,
+  // and with the re-check off no document is indexed under its anchors,
+  // which only the re-check probes. Otherwise (the service) every kept
+  // document is indexed under them, so that SetPolicy can turn the re-check
+  // on: that indexing was a quarter of `dedup --no-recheck`'s time.
+  bool policy_fixed = false;
 };
 
 struct DuplicateMatch {
