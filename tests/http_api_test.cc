@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "neardup/engine/engine.h"
@@ -232,6 +233,34 @@ TEST_F(HttpApiTest, InvalidJsonIs400) {
     msg = ExpectError("POST", "/v1/namespaces/a/check", body, 400, "invalid_argument");
     EXPECT_NE(msg.find("must be a JSON object"), std::string::npos) << msg;
   }
+}
+
+// Regression (a tester, 2026-12-02): 75,000 levels of "[" in a 150 KB body
+// overflowed the server's stack (SIGSEGV); bytes after a NUL were ignored,
+// so a body that is not JSON was stored (200) or applied as settings.
+TEST_F(HttpApiTest, DeepNestingAndNulBytesAre400) {
+  for (const size_t levels : {size_t{513}, size_t{75000}}) {
+    for (const auto& [method, path] : {std::pair{"POST", "/v1/namespaces/a/check"}, std::pair{"PUT", "/v1/namespaces/a"}}) {
+      const std::string body = R"({"id": "x", "text": "t", "m": )" + std::string(levels, '[') + std::string(levels, ']') + "}";
+      const std::string msg = ExpectError(method, path, body, 400, "invalid_argument");
+      EXPECT_NE(msg.find("nested deeper than 512 levels"), std::string::npos) << msg;
+    }
+  }
+  // 512 levels are fine as far as nesting goes (the field is then unknown).
+  const std::string ok = R"({"id": "x", "text": "t", "m": )" + std::string(511, '[') + std::string(511, ']') + "}";
+  EXPECT_EQ(ExpectError("POST", "/v1/namespaces/a/check", ok, 400, "invalid_argument").find("nested"), std::string::npos);
+  // Brackets inside strings, escaped quotes included, are not nesting.
+  int status = 0;
+  CallJson("POST", "/v1/namespaces/a/check", R"({"id": "y", "text": "\")" + std::string(600, '[') + "\"}", &status);
+  EXPECT_EQ(status, 200) << last_.body;
+  for (const auto& [method, path, body] : std::vector<std::tuple<const char*, const char*, std::string>>{
+           {"POST", "/v1/namespaces/a/check", std::string("{\"id\": \"z\", \"text\": \"t\"}\0{\"junk\"", 33)},
+           {"PUT", "/v1/namespaces/a", std::string("{\"max_matches\": 5}\0junk", 23)}}) {
+    const std::string msg = ExpectError(method, path, body, 400, "invalid_argument");
+    EXPECT_NE(msg.find("a NUL byte at offset"), std::string::npos) << msg;
+  }
+  CallJson("GET", "/v1/namespaces/a/documents/z", "", &status);
+  EXPECT_EQ(status, 404) << last_.body;
 }
 
 TEST_F(HttpApiTest, InvalidUtf8Is400AndSaysSo) {

@@ -144,7 +144,10 @@ Result<SettingValue> SettingValueFromJson(const SettingSpec& spec, std::string_v
 Result<NS> NS::FromJson(std::string_view text, const NS& base) {
   std::string duplicate;
   const json j = ParseJsonRejectingDuplicates(text, &duplicate);
-  if (j.is_discarded()) return Status::InvalidArgument("settings are not valid JSON");
+  if (j.is_discarded()) {
+    const std::string problem = JsonTextProblem(text);
+    return Status::InvalidArgument("settings are not valid JSON" + (problem.empty() ? "" : ": " + problem));
+  }
   if (!duplicate.empty()) return Status::InvalidArgument("settings repeat the key \"" + duplicate + "\" in one object");
   if (!j.is_object()) return Status::InvalidArgument("settings must be a JSON object");
   NS s = base;

@@ -17,12 +17,43 @@
 
 namespace neardup {
 
-// Parses `text` without exceptions (a syntax error gives a discarded value,
-// as nlohmann's own parse does). If some object repeats a key, the first
-// repeated key is written to *duplicate (left empty otherwise).
+// Arrays and objects nested deeper than this are refused: parsing and
+// destroying a value recurse once per level, and 75,000 levels of "[" (a
+// 150 KB request) overflowed the server's stack (a tester, 2026-12-02).
+inline constexpr int kMaxJsonDepth = 512;
+
+// Why `text` is refused before parsing, or "" when it is not: nesting past
+// kMaxJsonDepth, or a NUL byte, which JSON text never holds raw and at which
+// nlohmann's lexer ends the text, so that what followed it was ignored
+// (`{"id":"a"}\0junk` was read as the object).
+inline std::string JsonTextProblem(std::string_view text) {
+  if (const size_t nul = text.find('\0'); nul != text.npos) return "a NUL byte at offset " + std::to_string(nul);
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      i += c == '\\';  // the escaped character cannot end the string
+      in_string = c != '"';
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '[' || c == '{') && ++depth > kMaxJsonDepth) {
+      return "arrays or objects nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
+}
+
+// Parses `text` without exceptions (a syntax error, or a JsonTextProblem,
+// gives a discarded value, as nlohmann's own parse does). If some object
+// repeats a key, the first repeated key is written to *duplicate (left
+// empty otherwise).
 inline nlohmann::json ParseJsonRejectingDuplicates(std::string_view text, std::string* duplicate) {
   using json = nlohmann::json;
   duplicate->clear();
+  if (!JsonTextProblem(text).empty()) return json(json::value_t::discarded);
   // The keys seen so far in each object being parsed, innermost last.
   std::vector<std::set<std::string>> open;
   auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {

@@ -51,6 +51,9 @@ Result<json> ParseBody(std::string_view body) {
   if (!IsValidUtf8(body)) {
     return Status::InvalidArgument("request body is not valid UTF-8 (JSON text must be UTF-8)");
   }
+  if (const std::string problem = JsonTextProblem(body); !problem.empty()) {
+    return Status::InvalidArgument("request body is not valid JSON: " + problem);
+  }
   std::string duplicate;
   json j = ParseJsonRejectingDuplicates(body, &duplicate);
   if (j.is_discarded()) {
