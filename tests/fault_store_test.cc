@@ -195,6 +195,38 @@ TEST_F(LocalEngineFaultTest, SettingsWriteThatFailsIsAnError) {
   EXPECT_FALSE(engine_->DeleteNamespace("n").ok());
 }
 
+// Regression (a tester, 2026-12-02): a namespace delete refused by the
+// store (507 on a full disk) had already dropped the namespace from memory:
+// it was gone (404) while the store held it, a PUT then made it afresh
+// numbering from 0 over the stored documents, and the store no longer
+// opened ("id 0 already indexed"). Now memory keeps it, as the store does.
+TEST_F(LocalEngineFaultTest, NamespaceDeleteThatFailsKeepsTheNamespace) {
+  Open();
+  ASSERT_TRUE(Check("a", kText).ok());
+  fault_->FailNext(StoreOp::kDeleteNamespace, 1, Status::StorageFull("injected: disk full"));
+  EXPECT_EQ(engine_->DeleteNamespace("n").code(), Status::Code::kStorageFull);
+  auto expect_kept = [&](const char* when, size_t documents) {
+    const auto names = engine_->ListNamespaces();
+    EXPECT_EQ(std::count(names.begin(), names.end(), std::string("n")), 1) << when;
+    ASSERT_TRUE(engine_->GetNamespace("n").ok()) << when;
+    EXPECT_EQ(engine_->GetNamespace("n")->documents, documents) << when;
+    auto q = Check("q", NearText(), CheckMode::kQueryOnly);
+    ASSERT_TRUE(q.ok()) << when << ": " << q.status().ToString();
+    EXPECT_TRUE(q->duplicate) << when << ": the document must still match";
+  };
+  expect_kept("after the failed delete", 1);
+  NamespaceSettings s;
+  bool created = true;
+  ASSERT_TRUE(engine_->PutNamespace("n", s, &created).ok());
+  EXPECT_FALSE(created) << "the namespace was there all along";
+  ASSERT_TRUE(Check("b", "an unrelated text about databases and their indexes, long enough").ok());
+  fault_->Heal();
+  Open();  // restart over the same store: it opens, and memory agrees with it
+  expect_kept("after a restart", 2);
+  ASSERT_TRUE(engine_->DeleteNamespace("n").ok());
+  EXPECT_EQ(engine_->GetNamespace("n").status().code(), Status::Code::kNotFound);
+}
+
 // A delete whose write fails changed nothing: the store still holds the
 // document, so memory must too (else it would match again only after a restart).
 TEST_F(LocalEngineFaultTest, DeleteThatFailsLeavesTheDocumentLive) {

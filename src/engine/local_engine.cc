@@ -471,19 +471,29 @@ class LocalEngine final : public Engine {
     CallGate::Pass guard(gate_);
     if (!guard.ok()) return Unavailable();
     NEARDUP_RETURN_IF_ERROR(ValidateNamespaceName(name));
+    // Serialized with Modify, so that no namespace of this name is made while
+    // the delete is in flight, and the namespace leaves memory only once the
+    // store has deleted it. It left first: a delete refused for a full disk
+    // (507) still dropped it from memory, a PUT then made it afresh over the
+    // stored one, and the store no longer opened (a tester, 2026-12-02).
+    std::lock_guard settings_lock(settings_mu_);
+    std::shared_ptr<Namespace> ns = Lookup(name);
+    if (!ns) return Status::NotFound("namespace \"" + name + "\" does not exist");
     uint64_t seq;
     {
-      std::unique_lock lk(namespaces_mu_);
-      auto it = namespaces_.find(name);
-      if (it == namespaces_.end()) return Status::NotFound("namespace \"" + name + "\" does not exist");
-      std::shared_ptr<Namespace> ns = it->second;
-      namespaces_.erase(it);
       std::lock_guard nl(ns->mu);
-      ns->deleted = true;  // writers that still hold it see this under the lock
+      ns->deleted = true;  // writers see this under the lock: none decides for it any more
       // Queued after every write already decided for it, so the store deletes those too.
       seq = committer_->EnqueueDeleteNamespace(name);
     }
-    return committer_->Wait(seq);
+    if (Status st = committer_->Wait(seq); !st.ok()) {
+      std::lock_guard nl(ns->mu);
+      ns->deleted = false;  // the store's delete is one batch: it kept all of the namespace
+      return st;
+    }
+    std::unique_lock lk(namespaces_mu_);
+    if (auto it = namespaces_.find(name); it != namespaces_.end() && it->second == ns) namespaces_.erase(it);
+    return Status::OK();
   }
 
   std::vector<std::string> ListNamespaces() override {
