@@ -287,6 +287,23 @@ TEST_F(LocalEngineTest, RetentionExpiresMatchesAndReclaims) {
   EXPECT_EQ(stats->documents, 1u);
 }
 
+// Regression (a tester, 2026-12-02): the sweeper pops documents in arrival
+// order and stopped at one dated a year ahead, so no document after it
+// expired from memory or disk. A time past the arrival now counts as the
+// arrival.
+TEST_F(LocalEngineTest, AFutureTimestampCountsAsTheArrivalTime) {
+  Open(/*retention_seconds=*/3600);
+  const int64_t arrival = now_;
+  ASSERT_TRUE(Check("n", "future", kLong, CheckMode::kCheckAndInsert, arrival + int64_t{365} * 86400 * 1000).stored);
+  EXPECT_EQ(engine_->GetDocument("n", "future")->timestamp_ms, arrival);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Check("n", "d" + std::to_string(i), RandomText(i)).stored);
+  now_ += 3601 * 1000;
+  ASSERT_TRUE(SweepExpiredForTesting(*engine_).ok());
+  EXPECT_EQ(Docs("n"), 0u);
+  EXPECT_EQ(engine_->GetNamespace("n")->expired, 21u);
+  EXPECT_FALSE(Check("n", "again", kLong, CheckMode::kQueryOnly).duplicate);
+}
+
 TEST_F(LocalEngineTest, RestartRebuildsEverything) {
   Open();
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(Check("n", "d" + std::to_string(i), RandomText(i)).stored);

@@ -907,7 +907,11 @@ class LocalEngine final : public Engine {
     }
     out.duplicate = !out.matches.empty();
     if (out.duplicate) ++ns.counters.duplicates;
-    const int64_t ts = doc.timestamp_ms.value_or(now);
+    // A time later than its arrival is the arrival: the sweeper pops the
+    // documents in arrival order, and one dated a year ahead (a client's
+    // clock) held back every later one's expiry for that year (a tester,
+    // 2026-12-02). Retention is then at most its span after arrival.
+    const int64_t ts = std::min(doc.timestamp_ms.value_or(now), now);
     const bool store = (mode == CheckMode::kInsertAlways || (mode == CheckMode::kCheckAndInsert && !out.duplicate)) &&
                        ts >= cutoff;  // a document already past retention is answered, never stored
     if (store) {
