@@ -377,6 +377,41 @@ TEST_F(StageTest, MissingShardIsRefused) {
   EXPECT_NE(err_.find("cannot open"), std::string::npos) << err_;
 }
 
+// Regressions (a tester, 2026-12-02): one input fingerprinted as two shards
+// was decided (all of the second a duplicate), exit 0, where dedup refuses a
+// file named twice; and a decide that failed on its last shard had renamed
+// its first decision files over an earlier run's, so the directory held a
+// mix of two runs that filter took, exit 0.
+TEST_F(StageTest, ShardsOfOneInputAndAFailedDecidesFilesAreRefused) {
+  const auto inputs = SplitSample(3);
+  auto fingerprint = [&](const std::string& input, int shard, const std::string& out, const std::string& extra = "") {
+    ASSERT_EQ(Run("stage fingerprint -q -i '" + input + "' --shard " + std::to_string(shard) + " --shards 3 -o '" +
+                  Path(out) + "'" + extra),
+              0)
+        << err_;
+  };
+  fingerprint(inputs[0], 0, "0.sig");
+  fingerprint(inputs[0], 1, "twice.sig");
+  fingerprint(inputs[2], 2, "2.sig");
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("0.sig") + "' -s '" + Path("twice.sig") + "' -s '" + Path("2.sig") +
+                "' -o '" + Path("dec") + "'"),
+            2);
+  EXPECT_NE(err_.find("were both made from " + inputs[0]), std::string::npos) << err_;
+  // Run A decides into dec/; run B (other settings) fails on its shard 1.
+  fingerprint(inputs[1], 1, "1.sig");
+  ASSERT_EQ(Run("stage decide -q -s '" + Path("?.sig") + "' -o '" + Path("dec") + "'"), 0) << err_;
+  for (int i = 0; i < 3; ++i) fingerprint(inputs[i], i, "b" + std::to_string(i) + ".sig", " --threshold 0.5");
+  const std::string b1 = ReadAll(Path("b1.sig"));
+  WriteAll(Path("b1.sig"), b1.substr(0, b1.size() - 10));
+  EXPECT_EQ(Run("stage decide -q -s '" + Path("b?.sig") + "' -o '" + Path("dec") + "'"), 1);
+  // No file of run A is left beside run B's first one.
+  EXPECT_NE(::access(Path("dec/00001.dec").c_str(), F_OK), 0);
+  EXPECT_NE(::access(Path("dec/00002.dec").c_str(), F_OK), 0);
+  EXPECT_EQ(Run("stage filter -q -i '" + inputs[2] + "' --decisions '" + Path("dec/00002.dec") + "' -o '" +
+                Path("out2") + "'"),
+            1);
+}
+
 // A task writes NAME.tmp and renames it when complete: the .tmp of a killed
 // task, found in a directory or a pattern, is not a shard.
 TEST_F(StageTest, UnfinishedShardsInADirectoryAreSkipped) {

@@ -28,11 +28,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <xxhash.h>
@@ -376,8 +378,42 @@ struct ShardInfo {
   Json header;
 };
 
+// Removes DIR's decision files of shards 0..n-1, before a decide (not a
+// resumed one) writes them: one that fails then leaves no earlier run's
+// file beside its own. It renamed its first shards' files over an earlier
+// run's and failed, and filter took the mix, exit 0 (a tester, 2026-12-02).
+Status RemoveDecisions(const std::string& dir, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const std::string path = DecisionsPath(dir, static_cast<int>(i));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return Status::IOError("cannot remove " + path + " (an earlier run's decisions): " + std::strerror(errno));
+    }
+  }
+  return Status::OK();
+}
+
+// kInvalidArgument if two shards were made from one input file (the same
+// path, size and modification time, as fingerprint recorded them): its
+// second reading would be all duplicates, as `dedup` refuses a file named
+// twice. decide took it and exited 0 (a tester, 2026-12-02).
+Status CheckShardsOfDistinctInputs(const std::vector<ShardInfo>& shards) {
+  std::map<std::tuple<std::string, uint64_t, int64_t>, size_t> seen;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const Json& h = shards[i].header;
+    const auto key = std::make_tuple(h.value("input", std::string()), h.value("input_bytes", uint64_t{0}),
+                                     h.value("input_mtime_ns", int64_t{0}));
+    if (auto [it, fresh] = seen.emplace(key, i); !fresh) {
+      return Status::InvalidArgument("signature shards " + std::to_string(it->second) + " and " + std::to_string(i) +
+                                     " (" + shards[it->second].path + ", " + shards[i].path + ") were both made from " +
+                                     std::get<0>(key) + ": the second would be all duplicates of the first");
+    }
+  }
+  return Status::OK();
+}
+
 // Reads every shard's header and checks that they form one run: the same
-// settings, shards 0..n-1 each exactly once. Returns them in shard order.
+// settings, shards 0..n-1 each exactly once, of distinct inputs. Returns
+// them in shard order.
 Result<std::vector<ShardInfo>> CheckShards(const std::vector<InputFile>& files) {
   std::vector<ShardInfo> shards;
   for (const InputFile& file : files) {
@@ -416,6 +452,7 @@ Result<std::vector<ShardInfo>> CheckShards(const std::vector<InputFile>& files) 
     }
     ordered.push_back(*by_index[i]);
   }
+  NEARDUP_RETURN_IF_ERROR(CheckShardsOfDistinctInputs(ordered));
   return ordered;
 }
 
@@ -1375,6 +1412,9 @@ int DecideRun(const DecideFlags& f, const std::vector<ShardInfo>* shards, const 
   DecideState state(dedup);
   state.threads = ResolveThreads(f.threads);
   const Json* resume = f.checkpoint && f.checkpoint->resume ? &*f.checkpoint->resume : nullptr;
+  if (resume == nullptr) {
+    if (Status st = RemoveDecisions(f.output_dir, shards->size()); !st.ok()) return Fail(st);
+  }
   if (resume != nullptr && resume->value("rounds", 0) > 0) {
     // Past the first round: the loaded documents' matches are in the spill.
     state.loaded = resume->value("loaded", uint64_t{0});
