@@ -332,8 +332,8 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 // '-' means stdin; gzip and zstd are decompressed (io/input_stream.h). A
 // directory is a usage error. Commands open their input before creating any
 // output, so a wrong --input leaves no file behind.
-inline Result<std::unique_ptr<InputStream>> OpenInput(const std::string& path) {
-  return InputStream::Open(path);
+inline Result<std::unique_ptr<InputStream>> OpenInput(const std::string& path, std::string name = "") {
+  return InputStream::Open(path, std::move(name));
 }
 
 // The file `path` names, for the checks below: '-' is the standard stream

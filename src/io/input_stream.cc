@@ -78,7 +78,15 @@ class GzipDecoder : public InputStream::Decoder {
 
 class ZstdDecoder : public InputStream::Decoder {
  public:
-  explicit ZstdDecoder(std::string name) : name_(std::move(name)), ctx_(ZSTD_createDCtx()) {}
+  // Any window zstd can write: libzstd refuses frames past 128 MiB by
+  // default (against a stranger's file making it allocate), and valid input
+  // made with `zstd --long=28` or more was reported as corrupt (a tester,
+  // 2026-12-02). These inputs are the user's own corpus files.
+  explicit ZstdDecoder(std::string name) : name_(std::move(name)), ctx_(ZSTD_createDCtx()) {
+    if (ctx_ != nullptr) {
+      ZSTD_DCtx_setParameter(ctx_, ZSTD_d_windowLogMax, ZSTD_dParam_getBounds(ZSTD_d_windowLogMax).upperBound);
+    }
+  }
   ~ZstdDecoder() override { ZSTD_freeDCtx(ctx_); }
 
   Status Decode(const char* in, size_t in_size, size_t* consumed, char* out, size_t out_size,
@@ -117,11 +125,11 @@ InputStream::~InputStream() {
   if (owned_) std::fclose(file_);
 }
 
-Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path) {
+Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path, std::string name) {
   if (path == "-") return FromFile(stdin, "standard input");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
-  std::unique_ptr<InputStream> stream(new InputStream(f, /*owned=*/true, path));
+  std::unique_ptr<InputStream> stream(new InputStream(f, /*owned=*/true, name.empty() ? path : std::move(name)));
   // fopen() accepts a directory; reading it fails later. Say so now, before
   // any output is created.
   struct stat st;

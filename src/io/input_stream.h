@@ -28,7 +28,9 @@ enum class Compression { kNone, kGzip, kZstd };
 class InputStream {
  public:
   // Opens `path` ('-' = standard input) and looks at its first bytes.
-  static Result<std::unique_ptr<InputStream>> Open(const std::string& path);
+  // Errors of reading it name `name` (default: `path`): a copy's reader
+  // names what it copied (the standard input that --memory-limit spools).
+  static Result<std::unique_ptr<InputStream>> Open(const std::string& path, std::string name = "");
   // The same over an open FILE* (not owned); `name` appears in errors.
   static std::unique_ptr<InputStream> FromFile(std::FILE* file, std::string name);
 
