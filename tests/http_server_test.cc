@@ -2,6 +2,7 @@
 // raw sockets: pipelining, reads split into single bytes, 100-continue,
 // HTTP/1.0, transport errors, many connections at once, a client that leaves
 // mid-request, and a stop with requests in flight.
+#include "http/auth.h"
 #include "http/http_server.h"
 
 #include <arpa/inet.h>
@@ -220,6 +221,26 @@ TEST_F(HttpServerTest, TransportErrorsAreJsonAndClose) {
   SendAll(fd, "GET /healthz HTTP/1.1\r\n\r\n");
   EXPECT_EQ(ReadAnswers(fd, 1).rfind("HTTP/1.1 200", 0), 0u);
   ::close(fd);
+}
+
+// Regression (a tester, 2026-12-02): 401, 403 and 507 went out with the
+// reason phrase "Status".
+TEST_F(HttpServerTest, StatusLinesCarryTheirReasonPhrases) {
+  HttpServerOptions so;
+  auto keys = ApiKeys::Parse("read-token-0123456789a read\n", "keys");
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  so.api.api_keys = std::make_shared<const ApiKeys>(std::move(keys).value());
+  Start(so);
+  for (const auto& [request, line] : std::vector<std::pair<std::string, std::string>>{
+           {"GET /v1/namespaces HTTP/1.1\r\n\r\n", "HTTP/1.1 401 Unauthorized\r\n"},
+           {"PUT /v1/namespaces/t HTTP/1.1\r\nAuthorization: Bearer read-token-0123456789a\r\nContent-Length: 2\r\n\r\n{}",
+            "HTTP/1.1 403 Forbidden\r\n"}}) {
+    const int fd = Connect();
+    SendAll(fd, request);
+    const std::string in = ReadAnswers(fd, 1);
+    ::close(fd);
+    EXPECT_EQ(in.rfind(line, 0), 0u) << in.substr(0, 200);
+  }
 }
 
 TEST_F(HttpServerTest, ManyConnectionsAtOnceAndClientsThatLeave) {

@@ -206,7 +206,13 @@ bool HttpRequestParser::ParseHead() {
       has_length = true;
       length = v;
     } else if (EqualsNoCase(name, "transfer-encoding")) {
-      if (!EqualsNoCase(value, "chunked") || chunked) {
+      // chunked twice is malformed (RFC 9112 6.1: applied once), not an
+      // unsupported coding: the message said "chunked ... is not supported".
+      if (chunked) {
+        Fail(400, "Transfer-Encoding chunked is given twice");
+        return false;
+      }
+      if (!EqualsNoCase(value, "chunked")) {
         Fail(501, "Transfer-Encoding \"" + std::string(value.substr(0, 64)) + "\" is not supported (only chunked)");
         return false;
       }
