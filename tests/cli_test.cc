@@ -1444,6 +1444,27 @@ TEST_F(CliTest, SummariesOfAnEmptyRunAndOfRoundsNameWhatTheyCount) {
 // Regression: a record that already had the field got it twice (the old
 // value first), so annotating an annotated file gave records that readers
 // resolve differently.
+// Regression (a tester, 2026-12-02): --annotate naming the text or id field
+// replaced every record's text or id with the decision, exit 0.
+TEST_F(CliTest, AnnotateRefusesTheTextAndIdFields) {
+  for (const std::string& args : {std::string(" --annotate text"), std::string(" --annotate id"),
+                                  std::string(" --annotate body --text-field body"),
+                                  std::string(" --annotate key --id-field key")}) {
+    EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("a") + args), 2) << args;
+    EXPECT_NE(err_.find("would replace each record's"), std::string::npos) << err_;
+    EXPECT_NE(::access(Path("a").c_str(), F_OK), 0) << args;
+  }
+  // Without ids read from the records, "id" is a field like any other.
+  EXPECT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("a") + " --annotate id --id-field ''"), 0) << err_;
+  // stage filter refuses it too (the settings are in the decision file).
+  ASSERT_EQ(Run("stage fingerprint -q -i " + kSample + " -o " + Path("s.sig")), 0) << err_;
+  ASSERT_EQ(Run("stage decide -q -s " + Path("s.sig") + " -o " + Path("dec")), 0) << err_;
+  EXPECT_EQ(Run("stage filter -q -i " + kSample + " --decisions " + Path("dec/00000.dec") + " -o " + Path("f") +
+                " --annotate text"),
+            2);
+  EXPECT_NE(err_.find("would replace each record's --text-field text"), std::string::npos) << err_;
+}
+
 TEST_F(CliTest, AnnotateReplacesAFieldTheRecordAlreadyHas) {
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("once") + " --annotate nd"), 0) << err_;
   ASSERT_EQ(Run("dedup -i " + Path("once") + " -o " + Path("twice") + " --annotate nd"), 0) << err_;

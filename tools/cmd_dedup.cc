@@ -818,6 +818,7 @@ int RunDedup(const DedupFlags& f) {
                                             "a killed run leaves it there, and the next run would read it");
     if (!st.ok()) return Fail(st);
   }
+  if (Status st = CheckAnnotateField(f.annotate, f.in.text_field, f.in.id_field); !st.ok()) return Fail(st);
   if (!f.annotate.empty() && f.in.format != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: it needs --format jsonl"));
   }
@@ -897,7 +898,7 @@ void AddDedupCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--annotate", f->annotate,
                   "Write every document to --output, not only the kept ones, with its decision in this "
                   "JSONL field: {\"kept\": true} or {\"kept\": false, \"duplicate_of\", \"similarity\", "
-                  "\"similarity_exact\", \"distance\", \"exact\"} (a field of that name already in a record is replaced)");
+                  "\"similarity_exact\", \"distance\", \"exact\"} (a field of that name already in a record is replaced; not the --text-field or --id-field)");
   cmd->add_option("--progress", f->progress_seconds,
                   "Print a progress line (files, bytes, documents, ETA from the input sizes) every this many "
                   "seconds, wherever stderr goes; 0 (the default): redrawn on a terminal only")

@@ -1701,6 +1701,9 @@ int RunFilter(const FilterFlags& f) {
   if (!f.annotate.empty() && h["settings"].value("format", std::string()) != "jsonl") {
     return Fail(Status::InvalidArgument("--annotate adds a field to JSONL records: the run needs --format jsonl"));
   }
+  const Status field = CheckAnnotateField(f.annotate, h["settings"].value("text_field", std::string()),
+                                          h["settings"].value("id_field", std::string()));
+  if (!field.ok()) return Fail(field);
   if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);
   for (int i = 0; i < f.output_shards; ++i) {
     if (Status st = CheckNotInput(f.input, ShardPath(f.output, i, f.output_shards)); !st.ok()) return Fail(st);

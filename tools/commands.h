@@ -382,6 +382,20 @@ inline std::filesystem::path Resolved(const std::string& p) {
   return std::filesystem::weakly_canonical(name, ec).lexically_normal();
 }
 
+// kInvalidArgument if --annotate names the field the documents' text or id
+// is read from: the decision would replace it in every record, and the
+// text or id would be lost from the output (a tester, 2026-12-02).
+inline Status CheckAnnotateField(const std::string& annotate, const std::string& text_field,
+                                 const std::string& id_field) {
+  for (const auto& [field, flag] : {std::pair{&text_field, "--text-field"}, std::pair{&id_field, "--id-field"}}) {
+    if (!annotate.empty() && annotate == *field) {
+      return Status::InvalidArgument("--annotate " + annotate + " would replace each record's " + flag + " " +
+                                     annotate + ": name another field");
+    }
+  }
+  return Status::OK();
+}
+
 // kInvalidArgument unless every name is valid UTF-8. A file whose JSON
 // records names (a --checkpoint's command line and inputs, a saved index's
 // manifest, a signature shard's header, `stage plan`'s list) can hold no
