@@ -78,15 +78,7 @@ class GzipDecoder : public InputStream::Decoder {
 
 class ZstdDecoder : public InputStream::Decoder {
  public:
-  // Any window zstd can write: libzstd refuses frames past 128 MiB by
-  // default (against a stranger's file making it allocate), and valid input
-  // made with `zstd --long=28` or more was reported as corrupt (a tester,
-  // 2026-12-02). These inputs are the user's own corpus files.
-  explicit ZstdDecoder(std::string name) : name_(std::move(name)), ctx_(ZSTD_createDCtx()) {
-    if (ctx_ != nullptr) {
-      ZSTD_DCtx_setParameter(ctx_, ZSTD_d_windowLogMax, ZSTD_dParam_getBounds(ZSTD_d_windowLogMax).upperBound);
-    }
-  }
+  explicit ZstdDecoder(std::string name) : name_(std::move(name)), ctx_(ZSTD_createDCtx()) {}
   ~ZstdDecoder() override { ZSTD_freeDCtx(ctx_); }
 
   Status Decode(const char* in, size_t in_size, size_t* consumed, char* out, size_t out_size,
