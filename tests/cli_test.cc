@@ -602,6 +602,25 @@ TEST_F(CliTest, SavedIndexesMakeSplitRunsEqualOneRun) {
   EXPECT_FALSE(std::filesystem::exists(Path("x")));
 }
 
+// A --no-recheck run makes no sketches (no decision of its reads one), but
+// the index it saves holds them: a later run may load it with the re-check
+// on. On texts every rule keeps, the saved index is the same bytes under
+// either rule, in memory and in rounds.
+TEST_F(CliTest, APlainRuleRunSavesTheSketches) {
+  ASSERT_EQ(Run("dedup -q -i " + kSample + " -o " + Path("s1")), 0) << err_;
+  ASSERT_EQ(Run("dedup -q -i " + Path("s1") + " -o " + Path("s2") + " --no-recheck"), 0) << err_;
+  const size_t n = Lines(ReadFile(Path("s2"))).size();
+  ASSERT_GT(n, 1000u);
+  for (const std::string rounds : {"", " --memory-limit 49M"}) {
+    const std::string in = "dedup -q -i " + Path("s2") + rounds;
+    ASSERT_EQ(Run(in + " -o " + Path("a") + " --save-index " + Path("a.idx")), 0) << err_;
+    ASSERT_EQ(Run(in + " -o " + Path("b") + " --no-recheck --save-index " + Path("b.idx")), 0) << err_;
+    EXPECT_EQ(Lines(ReadFile(Path("a"))).size(), n) << rounds;
+    EXPECT_EQ(ReadFile(Path("b")), ReadFile(Path("a"))) << rounds;
+    EXPECT_TRUE(ReadFile(Path("b.idx/kept.ndk")) == ReadFile(Path("a.idx/kept.ndk"))) << rounds;
+  }
+}
+
 TEST_F(CliTest, DamagedSavedIndexIsAnErrorAndWritesNothing) {
   ASSERT_EQ(Run("dedup -i " + kSample + " -o " + Path("k") + " --save-index " + Path("idx")), 0) << err_;
   const std::string good = ReadFile(Path("idx/kept.ndk"));

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <string>
@@ -476,6 +477,40 @@ TEST(Dedup, ThreadedBatchKeepsTheExactAnswerFirst) {
     EXPECT_TRUE(r2[1].duplicate);
     EXPECT_EQ(r2[1].duplicate_of, 0u) << "threads=" << threads;
     EXPECT_TRUE(r2[1].exact);
+  }
+}
+
+// DedupOptions::sketch_without_recheck = false: with the re-check off no
+// signature carries a sketch, and every decision is the one with sketches
+// (texts without features, exact repeats, edits within k and past it; one
+// and two threads); with the re-check on the option changes nothing.
+TEST(Dedup, ThePlainRuleDecidesAlikeWithoutSketches) {
+  std::vector<std::string> texts = SampleTexts(std::string(NEARDUP_SOURCE_DIR "/data/natural/dev/zh-short.jsonl"));
+  for (std::string t : SampleTexts()) texts.push_back(std::move(t));
+  for (const char* odd : {"", "!!!", "???", "   ", "", "!!!"}) texts.emplace_back(odd);
+  const size_t distinct = texts.size();
+  for (size_t i = 0; i < 900; ++i) texts.push_back(texts[(i * 7919) % distinct] + (i % 3 ? "" : " (via)"));
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  for (bool recheck : {false, true}) {
+    for (int threads : {1, 2}) {
+      std::vector<DedupDecision> decided[2];
+      for (bool sketches : {true, false}) {
+        DedupOptions options;
+        options.recheck.enabled = recheck;
+        options.sketch_without_recheck = sketches;
+        auto d = Deduplicator::Create(options);
+        ASSERT_TRUE(d.ok());
+        ASSERT_TRUE(d.value()->ProcessBatch(views, &decided[sketches], threads).ok());
+        size_t sketched = 0;
+        for (const DocSignature& sig : d.value()->batch_signatures()) sketched += sig.has_sketch();
+        EXPECT_EQ(sketched > texts.size() / 2, recheck || sketches) << sketched;
+        EXPECT_EQ(d.value()->Signature(texts[0]).has_sketch(), recheck || sketches);
+      }
+      EXPECT_EQ(decided[false], decided[true]) << "recheck=" << recheck << " threads=" << threads;
+      EXPECT_GT(std::count_if(decided[false].begin(), decided[false].end(),
+                              [](const DedupDecision& r) { return r.duplicate && !r.exact; }),
+                100);
+    }
   }
 }
 

@@ -796,6 +796,7 @@ int RunDedup(const DedupFlags& f) {
   options.fingerprint = fp_options.value();
   options.recheck = f.recheck_options;
   options.sketch_dir = f.sketch_dir;
+  options.sketch_without_recheck = !f.save_index.empty();
   auto created = Deduplicator::Create(options);
   if (!created.ok()) return Fail(created.status());
   if (Status st = CheckShardedOutput(f.output, f.output_shards); !st.ok()) return Fail(st);

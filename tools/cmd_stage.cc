@@ -2268,6 +2268,7 @@ int RunStagedDedup(const StagedDedupArgs& given) {
   if (!fp_options.ok()) return Fail(fp_options.status());
   DedupOptions options;
   options.k = a.k, options.fingerprint = *fp_options, options.recheck = a.recheck;
+  options.sketch_without_recheck = !a.save_index.empty();
   auto analyzer = Deduplicator::Create(options);
   if (!analyzer.ok()) return Fail(analyzer.status());
   for (const std::string& in : a.in.inputs) {

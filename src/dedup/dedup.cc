@@ -31,7 +31,12 @@ Deduplicator::Deduplicator(const DedupOptions& options, Fingerprinter fingerprin
 DocSignature Deduplicator::Signature(std::string_view text) const {
   TextAnalysis analysis;
   fingerprinter_.Analyze(text, &analysis, /*with_features=*/false);
-  return MakeSignature(analysis, text, options_.recheck.shingle_size);
+  return MakeSignature(analysis, text, options_.recheck.shingle_size, Sketches());
+}
+
+SketchMode Deduplicator::Sketches() const {
+  const bool read = options_.recheck.enabled || options_.sketch_without_recheck;
+  return read ? SketchMode::kMake : SketchMode::kNone;
 }
 
 void Deduplicator::Analyze(std::span<const std::string_view> texts, std::vector<DocSignature>* out, int threads) {
@@ -43,12 +48,13 @@ uint64_t Deduplicator::Sign(std::span<const std::string_view> texts, std::vector
   out->resize(texts.size());
   std::atomic<uint64_t> invalid_utf8{0};
   // Analysis is the expensive, embarrassingly parallel half.
+  const SketchMode sketches = Sketches();
   ParallelFor(texts.size(), threads, [&](size_t begin, size_t end) {
     TextAnalysis analysis;  // reused across the chunk
     uint64_t invalid = 0;
     for (size_t i = begin; i < end; ++i) {
       fingerprinter_.Analyze(texts[i], &analysis, /*with_features=*/false);
-      (*out)[i] = MakeSignature(analysis, texts[i], options_.recheck.shingle_size);
+      (*out)[i] = MakeSignature(analysis, texts[i], options_.recheck.shingle_size, sketches);
       invalid += analysis.invalid_utf8;
     }
     invalid_utf8.fetch_add(invalid, std::memory_order_relaxed);

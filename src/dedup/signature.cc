@@ -6,9 +6,10 @@
 
 namespace neardup {
 
-DocSignature MakeSignature(const TextAnalysis& analysis, std::string_view text, int shingle_size) {
+DocSignature MakeSignature(const TextAnalysis& analysis, std::string_view text, int shingle_size, SketchMode mode) {
   DocSignature sig{analysis.content_hash, analysis.fingerprint, analysis.has_features()};
   sig.num_chars = static_cast<uint32_t>(std::min<size_t>(analysis.num_chars, UINT32_MAX));
+  if (mode == SketchMode::kNone) return sig;
   // Texts without features (punctuation only) get a sketch too: the
   // similarity counts their punctuation.
   ComputeSketch(text, shingle_size, &sig.sketch, &analysis.folded);

@@ -1,7 +1,7 @@
 // Settings under which a decision path must still agree with its reference
 // (threaded batches, the join's oracle): many stop keys, few anchors and a
 // low threshold, a wide short-text radius, sketches cut short, no exact fast
-// path, the re-check off.
+// path, the re-check off (with and without sketches).
 #ifndef NEARDUP_TESTS_RULE_VARIANTS_H_
 #define NEARDUP_TESTS_RULE_VARIANTS_H_
 
@@ -25,6 +25,7 @@ inline std::vector<RuleVariant> RuleVariants() {
       {"sketch_max_chars=60", [](DedupOptions* o) { o->recheck.sketch_max_chars = 60; }},
       {"no exact fast path", [](DedupOptions* o) { o->exact_fast_path = false; }},
       {"re-check off", [](DedupOptions* o) { o->recheck.enabled = false; }},
+      {"re-check off, no sketches", [](DedupOptions* o) { o->recheck.enabled = false, o->sketch_without_recheck = false; }},
   };
 }
 

@@ -71,6 +71,11 @@ struct DedupOptions {
   // unnamed temporary file in this directory (NearDupOptions::sketch_dir):
   // the same decisions in much less memory, a read per candidate.
   std::string sketch_dir;
+  // With the re-check off (recheck.enabled = false) no decision reads a
+  // signature's sketch, and making it is about a fifth of the analysis.
+  // false skips it then. Keep true where signatures outlive this run's
+  // settings: a saved index may be loaded by a run with the re-check on.
+  bool sketch_without_recheck = true;
 };
 
 struct DedupDecision {
@@ -223,6 +228,8 @@ class Deduplicator {
   // Adds to new_stops_ those of anchors_ (the last kept document's) that are
   // stop keys of set_ now.
   void NoteNewStops();
+
+  SketchMode Sketches() const;  // whether signatures need a sketch
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;

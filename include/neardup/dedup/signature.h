@@ -36,7 +36,11 @@ struct DocSignature {
 // matching rule keeps of a text. `text` is the raw text `analysis` was made
 // from (the sketch is of its similarity text, shingles.h); shingle_size is
 // the namespace's n.
-DocSignature MakeSignature(const TextAnalysis& analysis, std::string_view text, int shingle_size);
+// SketchMode::kNone leaves the sketch empty: for a decision that never
+// reads it (the plain rule, DedupOptions::sketch_without_recheck).
+enum class SketchMode { kMake, kNone };
+DocSignature MakeSignature(const TextAnalysis& analysis, std::string_view text, int shingle_size,
+                           SketchMode mode = SketchMode::kMake);
 
 // The re-check part of a signature (num_chars and the sketch) as bytes, for a
 // document store's opaque `extra` field. Layout (little-endian):
