@@ -19,6 +19,7 @@
 #include "neardup/util/status.h"
 #include "util/coding.h"
 #include "util/hash.h"
+#include "util/utf8.h"
 
 namespace neardup {
 namespace {
@@ -41,6 +42,20 @@ TEST(AssignOrReturn, AssignsOrPropagatesTheStatus) {
   ASSERT_FALSE(odd.ok());
   EXPECT_EQ(odd.status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(odd.status().message(), "odd: 3");
+}
+
+// Messages about names that are not text show their bytes: every byte
+// outside a well-formed character as \xHH, the rest as it is.
+TEST(Utf8, EscapeInvalidShowsOnlyTheBadBytes) {
+  EXPECT_EQ(EscapeInvalidUtf8("caf\xC3\xA9.jsonl"), "caf\xC3\xA9.jsonl");  // é stays
+  EXPECT_EQ(EscapeInvalidUtf8("caf\xE9.jsonl"), "caf\\xE9.jsonl");
+  EXPECT_EQ(EscapeInvalidUtf8("\xF0\x9F\x99\x82\xF0\x9F"), "\xF0\x9F\x99\x82\\xF0\\x9F");  // a cut emoji
+  EXPECT_EQ(EscapeInvalidUtf8("\xED\xA0\x80"), "\\xED\\xA0\\x80");  // a surrogate
+  EXPECT_EQ(EscapeInvalidUtf8(""), "");
+  for (int b = 0; b < 256; ++b) {
+    const std::string one(1, static_cast<char>(b));
+    EXPECT_TRUE(IsValidUtf8(EscapeInvalidUtf8(one))) << b;
+  }
 }
 
 TEST(Coding, LittleEndianWhateverTheHost) {

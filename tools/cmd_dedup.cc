@@ -838,7 +838,7 @@ int RunDedup(const DedupFlags& f) {
   for (size_t i = 0; i < inputs->size(); ++i) {
     const std::string& path = (*inputs)[i].path;
     const bool read_once = ReadableOnce(path);
-    const std::string once_name = path == "-" ? "standard input" : path + " (read once: a pipe or a device)";
+    const std::string once_name = path == "-" ? InputDisplayName(path) : path + " (read once: a pipe or a device)";
     if (read_once && all_first) {
       return Fail(Status::InvalidArgument(std::string(f.keep == "longest" ? "--keep longest" : "--decide join") +
                                           " reads the inputs twice: it needs files, not " + once_name));

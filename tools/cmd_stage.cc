@@ -1900,7 +1900,7 @@ class RoundOutputs {
       f.decisions = DecisionsPath(dir.Path("dec"), static_cast<int>(i));
       f.annotate = a.annotate;
       NEARDUP_ASSIGN_OR_RETURN(auto reader, StageFileReader::Open(f.decisions, StageFileKind::kDecisions));
-      NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(f.input, names[i] == "-" ? "standard input" : names[i]));
+      NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(f.input, InputDisplayName(names[i])));
       DecisionStream decisions(std::move(reader));
       NEARDUP_RETURN_IF_ERROR(Filter(f, in.get(), decisions, outs_, dups_.get(), &written));
     }
@@ -2000,7 +2000,7 @@ Status MoveResults(const StagedDedupArgs& a, const ScratchDir& dir) {
 Result<std::string> Spool(const std::string& input, const std::string& copy) {
   std::FILE* in = input == "-" ? stdin : std::fopen(input.c_str(), "rb");
   if (in == nullptr) return Status::IOError("cannot open " + input + ": " + std::strerror(errno));
-  const std::string what = "the copy of " + (input == "-" ? std::string("standard input") : input) + " in " + copy;
+  const std::string what = "the copy of " + InputDisplayName(input) + " in " + copy;
   std::FILE* out = std::fopen(copy.c_str(), "wb");
   Status st = out == nullptr ? Status::IOError("cannot create " + what + ": " + std::strerror(errno)) : Status::OK();
   std::vector<char> buf(1 << 20);
@@ -2068,7 +2068,8 @@ class AnalyzedInputs {
     }
     BadLines& bad = first ? bad_ : silent_;
     if (a_.in.inputs.size() > 1) bad.SetSource(names_[s]);
-    NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(path, DisplayName(s)));
+    // A spooled copy's errors name what it copied, not a scratch file gone by then.
+    NEARDUP_ASSIGN_OR_RETURN(auto in, OpenInput(path, InputDisplayName(names_[s])));
     NEARDUP_ASSIGN_OR_RETURN(Json summary,
                              AnalyzeInput(run_, std::move(in), a_.in.inputs.size() > 1 ? names_[s] : "", a_.threads,
                                           a_.batch_size, analyzer_, bad, &stopped_, each,
@@ -2078,9 +2079,6 @@ class AnalyzedInputs {
     read_ += first;
     return summary;
   }
-  // Input s as errors name it: a spooled copy's errors name what it copied,
-  // not a scratch file gone by then (a tester, 2026-12-02).
-  std::string DisplayName(size_t s) const { return names_[s] == "-" ? "standard input" : names_[s]; }
   // The share of the inputs' bytes read by their first reads.
   double FractionRead() const {
     uint64_t total = 0;

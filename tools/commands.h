@@ -406,22 +406,8 @@ inline Status CheckAnnotateField(const std::string& annotate, const std::string&
 inline Status CheckRecordableNames(const std::vector<std::string>& names, const std::string& recorder) {
   for (const std::string& name : names) {
     if (IsValidUtf8(name)) continue;
-    std::string shown;  // the invalid bytes as \xHH, so the message itself is text
-    for (size_t i = 0; i < name.size();) {
-      const auto lead = static_cast<unsigned char>(name[i]);
-      const size_t len = lead < 0x80 ? 1 : lead >> 5 == 6 ? 2 : lead >> 4 == 14 ? 3 : lead >> 3 == 30 ? 4 : 0;
-      if (len > 0 && i + len <= name.size() && IsValidUtf8(std::string_view(name).substr(i, len))) {
-        shown.append(name, i, len);
-        i += len;
-        continue;
-      }
-      char hex[5];
-      std::snprintf(hex, sizeof(hex), "\\x%02X", lead);
-      shown += hex;
-      ++i;
-    }
-    return Status::InvalidArgument(recorder + " records file names as JSON, which holds only UTF-8 text, and " + shown +
-                                   " is not valid UTF-8: rename it");
+    return Status::InvalidArgument(recorder + " records file names as JSON, which holds only UTF-8 text, and " +
+                                   EscapeInvalidUtf8(name) + " is not valid UTF-8: rename it");
   }
   return Status::OK();
 }

@@ -110,6 +110,8 @@ class ZstdDecoder : public InputStream::Decoder {
 
 }  // namespace
 
+std::string InputDisplayName(const std::string& path) { return path == "-" ? "standard input" : path; }
+
 InputStream::InputStream(std::FILE* file, bool owned, std::string name)
     : file_(file), owned_(owned), name_(std::move(name)), raw_(new char[kRawSize]) {}
 
@@ -118,7 +120,7 @@ InputStream::~InputStream() {
 }
 
 Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path, std::string name) {
-  if (path == "-") return FromFile(stdin, "standard input");
+  if (path == "-") return FromFile(stdin, InputDisplayName(path));
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
   std::unique_ptr<InputStream> stream(new InputStream(f, /*owned=*/true, name.empty() ? path : std::move(name)));

@@ -25,6 +25,9 @@ namespace neardup {
 
 enum class Compression { kNone, kGzip, kZstd };
 
+// How messages name an input: "standard input" for '-', else its path.
+std::string InputDisplayName(const std::string& path);
+
 class InputStream {
  public:
   // Opens `path` ('-' = standard input) and looks at its first bytes.

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <cstdio>
+
 namespace neardup {
 
 bool IsValidUtf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
@@ -42,6 +44,24 @@ void DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
       ++i;
     }
   }
+}
+
+std::string EscapeInvalidUtf8(std::string_view s) {
+  std::string shown;
+  for (size_t i = 0; i < s.size();) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    const size_t len = lead < 0x80 ? 1 : lead >> 5 == 6 ? 2 : lead >> 4 == 14 ? 3 : lead >> 3 == 30 ? 4 : 0;
+    if (len > 0 && i + len <= s.size() && IsValidUtf8(s.substr(i, len))) {
+      shown.append(s, i, len);
+      i += len;
+      continue;
+    }
+    char hex[5];
+    std::snprintf(hex, sizeof(hex), "\\x%02X", lead);
+    shown += hex;
+    ++i;
+  }
+  return shown;
 }
 
 }  // namespace neardup

@@ -4,6 +4,7 @@
 #define NEARDUP_UTIL_UTF8_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +16,11 @@ bool IsValidUtf8(std::string_view s);
 // Replaces *out with the code points of s; every ill-formed byte becomes one
 // U+FFFD.
 void DecodeUtf8(std::string_view s, std::vector<uint32_t>* out);
+
+// s with each byte that is not part of a well-formed character written as
+// \xHH (upper-case hex): valid UTF-8 that still shows the bytes, for a
+// message about a name that is not text.
+std::string EscapeInvalidUtf8(std::string_view s);
 
 }  // namespace neardup
 
