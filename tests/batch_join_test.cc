@@ -313,6 +313,47 @@ TEST(BatchJoinTest, CornerCases) {
   EXPECT_EQ(DecideByJoin(same, options, 1, &out).code(), Status::Code::kInvalidArgument);
 }
 
+// Many distinct texts on two fingerprints a bit apart: the join would pair
+// each text of one with each of the other, past JoinPairLimit, so it refuses
+// (the stream rule takes such input). The limit counts documents, not
+// classes: texts that are one class without sketches (--no-recheck: a
+// tester's run failed there and passed with --save-index, 2026-12-02) count
+// as many as they are.
+TEST(BatchJoinTest, PairsPastTheLimitAreRefusedAndTheLimitCountsDocuments) {
+  constexpr uint64_t kFingerprint = 0x0123456789ABCDEFull;
+  constexpr uint32_t kPerValue = 4100;  // 4100^2 pairs > 2^24
+  std::vector<DocSignature> sigs;
+  for (uint32_t i = 0; i < 2 * kPerValue; ++i) {
+    sigs.push_back(DocSignature{1000 + i, i < kPerValue ? kFingerprint : kFingerprint ^ 1, true});
+  }
+  DedupOptions options;
+  options.recheck.enabled = false;
+  std::vector<DedupDecision> out;
+  EXPECT_EQ(DecideByJoin(sigs, options, 2, &out).code(), Status::Code::kResourceExhausted);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(JoinPairLimit(sigs.size()), uint64_t{1} << 24);
+  // Texts without features or sketches: one class however many they are.
+  const uint64_t enough = (uint64_t{kPerValue} * kPerValue) / 64 + 1;
+  EXPECT_GT(JoinPairLimit(enough), uint64_t{kPerValue} * kPerValue);
+  if (testing::kSanitized) return;  // 16.8M pairs to decide: Release only
+  sigs.resize(enough, DocSignature{7, 0, false});
+  JoinStats stats;
+  ASSERT_TRUE(DecideByJoin(sigs, options, 2, &out, &stats).ok());
+  EXPECT_EQ(stats.classes, 2 * kPerValue + 1);
+  // The plain rule: everything within k of the first text is its duplicate;
+  // the texts without features are the first such text's.
+  ASSERT_EQ(out.size(), sigs.size());
+  EXPECT_FALSE(out[0].duplicate);
+  EXPECT_FALSE(out[2 * kPerValue].duplicate);
+  for (size_t i = 1; i < sigs.size(); ++i) {
+    if (i == 2 * kPerValue) continue;
+    const bool featured = i < 2 * kPerValue;
+    ASSERT_TRUE(out[i].duplicate) << i;
+    ASSERT_EQ(out[i].duplicate_of, featured ? 0 : 2 * kPerValue) << i;
+    ASSERT_EQ(out[i].distance, i >= kPerValue && featured ? 1 : 0) << i;
+  }
+}
+
 // The decider hands out DecideByJoin's decisions one at a time, in order,
 // and refuses one past the last.
 TEST(BatchJoinTest, DeciderGivesTheDecisionsInOrder) {

@@ -454,7 +454,7 @@ Status FingerprintPairs(const Rule& rule, int threads, std::vector<Pair>* out, s
   }
   // Pairs of values multiply their classes: bounded, so that values shared
   // by many distinct texts fail with a message instead of exhausting memory.
-  const uint64_t limit = std::max<uint64_t>(uint64_t{1} << 24, uint64_t{64} * rule.classes.size());
+  const uint64_t limit = JoinPairLimit(rule.sigs.size());
   std::vector<JoinPair> joined;
   SelfJoinOptions so;
   so.threads = threads;
@@ -712,6 +712,8 @@ Result<DedupDecision> JoinDecider::Next() {
   if (state_->next >= state_->sigs.size()) return Status::FailedPrecondition("join: every document is decided");
   return state_->decide->Decide(state_->next++);
 }
+
+uint64_t JoinPairLimit(uint64_t documents) { return std::max<uint64_t>(uint64_t{1} << 24, uint64_t{64} * documents); }
 
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats) {

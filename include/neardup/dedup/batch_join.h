@@ -68,10 +68,16 @@ struct JoinStats {
 // distinct signatures or more; kNotSupported for a search radius
 // (max(k, short_k) with the re-check) above kMaxSelfJoinK;
 // kResourceExhausted when pairs of nearby fingerprint values would list more
-// than max(2^24, 64 per class) pairs of classes (many distinct texts near one
-// fingerprint: the stream rule handles them). *out is left empty on error.
+// than JoinPairLimit(sigs.size()) pairs of classes (many distinct texts near
+// one fingerprint: the stream rule handles them). *out is left empty on error.
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats = nullptr);
+
+// The most pairs of classes the join lists for `documents` documents:
+// max(2^24, 64 per document). Per document, not per class (distinct
+// signature): whether a run fails must not depend on what its signatures
+// hold (a --no-recheck run without sketches has fewer classes than one with).
+uint64_t JoinPairLimit(uint64_t documents);
 
 // DecideByJoin one document at a time: Create runs the join (all of it but
 // the pass in input order, which is serial) and Next decides the documents
