@@ -1670,9 +1670,10 @@ class CleanupOnSignal {
 };
 
 // The outputs' temporary names as the signal handler sees them (g_outputs),
-// published again after each one is opened: an open may block (a FIFO
-// without a reader) with the earlier ones already on disk. Every version
-// stays alive while published: the handler may be reading an older one.
+// published again before each one is created (PendingOutputs::
+// OnTemporaryNames): an open may block (a FIFO without a reader) with the
+// earlier ones already on disk. Every version stays alive while published:
+// the handler may be reading an older one.
 class PublishedOutputs {
  public:
   PublishedOutputs() = default;
@@ -1728,19 +1729,18 @@ int RunFilter(const FilterFlags& f) {
   CleanupOnSignal cleanup;
   PendingOutputs pending;
   PublishedOutputs published;
+  pending.OnTemporaryNames([&](const std::vector<std::string>& names) { published.Publish(names); });
   std::vector<FilePtr> outs;
   std::vector<std::string> out_paths;
   for (int i = 0; i < f.output_shards; ++i) {
     out_paths.push_back(ShardPath(f.output, i, f.output_shards));
     auto out = pending.Open(out_paths.back());
-    published.Publish(pending.temporary());
     if (!out.ok()) return Fail(out.status());
     outs.push_back(std::move(out).value());
   }
   FilePtr dups;
   if (!f.duplicates.empty()) {
     auto d = pending.Open(f.duplicates);
-    published.Publish(pending.temporary());
     if (!d.ok()) return Fail(d.status());
     dups = std::move(d).value();
   }
@@ -1873,16 +1873,15 @@ class ScratchDir {
 class RoundOutputs {
  public:
   Status Open(const StagedDedupArgs& a) {
+    pending_.OnTemporaryNames([this](const std::vector<std::string>& names) { published_.Publish(names); });
     for (int i = 0; i < a.output_shards; ++i) {
       paths_.push_back(ShardPath(a.output, i, a.output_shards));
       auto out = pending_.Open(paths_.back());
-      published_.Publish(pending_.temporary());
       NEARDUP_RETURN_IF_ERROR(out.status());
       outs_.push_back(std::move(out).value());
     }
     if (!a.duplicates.empty()) {
       auto dups = pending_.Open(a.duplicates);
-      published_.Publish(pending_.temporary());
       NEARDUP_RETURN_IF_ERROR(dups.status());
       dups_ = std::move(dups).value();
     }

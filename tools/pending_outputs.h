@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,11 +63,23 @@ class PendingOutputs {
     const std::filesystem::path p(path);
     RemoveDead(p);
     const std::string temporary = TemporaryName(p, ::getpid());
-    auto opened = OpenOutput(temporary);
-    if (!opened.ok()) return OpenOutput(path);  // e.g. a file one may write in a directory one may not
-    if (exists) (void)::chmod(temporary.c_str(), st.st_mode & 0777);  // not set-user-ID
     files_.push_back({temporary, path});
+    if (announce_) announce_(this->temporary());
+    auto opened = OpenOutput(temporary);
+    if (!opened.ok()) {  // e.g. a file one may write in a directory one may not
+      files_.pop_back();
+      return OpenOutput(path);
+    }
+    if (exists) (void)::chmod(temporary.c_str(), st.st_mode & 0777);  // not set-user-ID
     return opened;
+  }
+
+  // Called with every temporary name before Open creates the newest: a
+  // signal handler that removes them (cmd_stage.cc's PublishedOutputs) must
+  // know a name before its file exists, or a signal in between leaves the
+  // file (a CI run on a loaded machine, 2026-12-02).
+  void OnTemporaryNames(std::function<void(const std::vector<std::string>&)> announce) {
+    announce_ = std::move(announce);
   }
 
   // The temporary names, for a caller that must remove them from a signal
@@ -142,6 +155,7 @@ class PendingOutputs {
   };
   std::vector<File> files_;
   bool committed_ = false;
+  std::function<void(const std::vector<std::string>&)> announce_;
 };
 
 }  // namespace neardup::cli
