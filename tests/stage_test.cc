@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -847,6 +848,61 @@ TEST_F(StageTest, MemoryLimitRemovesItsScratchOnSigterm) {
   ASSERT_EQ(std::system((checkpointed + " > /dev/null 2>&1").c_str()), 0);
   EXPECT_EQ(ReadAll(Path("o")), kept);
   EXPECT_EQ(ReadAll(Path("d")), dups);
+}
+
+// Found by an adversarial test (2026-12-02): a SIGTERM at the wrong moment
+// left files for good. During the outputs' fsyncs (Commit forgot their
+// temporary names first), during the teardown after a failure (the names
+// were forgotten before the files went), during the scratch directory's
+// removal (its name was forgotten first), between its creation and its
+// lock; and under nohup a hangup ended the run. strace delivers the signal
+// at the n-th call of each kind of file system call, for every n until the
+// run ends untouched. Whatever n: no
+// temporary file and no scratch directory is left, and each output holds
+// the run before's file or the complete new one (they are renamed one by
+// one).
+TEST_F(StageTest, MemoryLimitLeavesNothingWhereverASignalLands) {
+  if (std::system("strace -V > /dev/null 2>&1") != 0) GTEST_SKIP() << "no strace";
+  const auto inputs = SplitSample(2);
+  ASSERT_EQ(::mkdir(Path("spill").c_str(), 0755), 0);
+  const std::string args = "dedup -q -i '" + inputs[0] + "' -i '" + inputs[1] + "' -o '" + Path("o") + "' -d '" +
+                           Path("d") + "' --memory-limit 1 -t 1 --spill-dir '" + Path("spill") + "'";
+  ASSERT_EQ(Run(args), 0) << err_;
+  const std::string kept = ReadAll(Path("o")), dups = ReadAll(Path("d"));
+  ASSERT_FALSE(dups.empty());
+  const std::string run = "'" + kCli + "' " + args + " > /dev/null 2>&1";
+  for (const std::string call : {"fsync", "rename", "unlink", "unlinkat", "rmdir", "mkdir", "openat", "write"}) {
+    const int stride = call == "write" ? 10 : 1;  // 235 writes here, 37 opens, at most 6 of the others
+    int signalled = 0;
+    for (int n = 1, c = 0; n <= 1000; n += stride, ++c) {
+      if (!testing::RunsCase(c, 3)) continue;
+      SCOPED_TRACE(call + " number " + std::to_string(n));
+      WriteAll(Path("o"), "before\n");
+      WriteAll(Path("d"), "before\n");
+      const int status = std::system(("strace -f -qq -o /dev/null -e trace=" + call + " -e inject=" + call +
+                                      ":signal=TERM:when=" + std::to_string(n) + " " + run).c_str());
+      const bool untouched = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      EXPECT_TRUE(untouched || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) ||
+                  (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM))
+          << status;
+      EXPECT_EQ(PendingOutputsLeft(), std::vector<std::string>{});
+      EXPECT_TRUE(std::filesystem::is_empty(Path("spill")));
+      const std::string o = ReadAll(Path("o")), d = ReadAll(Path("d"));
+      EXPECT_TRUE(o == kept || (!untouched && o == "before\n"));
+      EXPECT_TRUE(d == dups || (!untouched && d == "before\n"));
+      if (untouched) break;  // fewer than n such calls
+      ++signalled;
+      std::filesystem::remove_all(Path("spill"));  // so that one failure does not fail every later case
+      ::mkdir(Path("spill").c_str(), 0755);
+    }
+    EXPECT_GT(signalled, 0) << call;  // the run makes such calls: the signal landed
+  }
+  // Under nohup (SIGHUP ignored when the run starts) a hangup does not end
+  // the run: the cleanup's handler took the signal over and ended it.
+  const int status = std::system(("trap '' HUP; strace -f -qq -o /dev/null -e trace=fsync "
+                                  "-e inject=fsync:signal=HUP:when=1 " + run).c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(ReadAll(Path("o")), kept);
 }
 
 // Found in review: a run killed by SIGKILL (nothing runs then) left its

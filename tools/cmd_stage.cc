@@ -12,6 +12,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1650,19 +1652,42 @@ extern "C" void RemoveScratchOnSignal(int sig) {
 // While one lives, SIGINT, SIGTERM and SIGHUP run RemoveScratchOnSignal:
 // the scratch directory and the outputs' temporary files published in
 // g_outputs go, then the signal's default action ends the process.
+// A signal ignored when the process started stays ignored (nohup: a hangup
+// must not end the run).
 class CleanupOnSignal {
  public:
   CleanupOnSignal() {
     struct sigaction on {};
     on.sa_handler = RemoveScratchOnSignal;
     sigemptyset(&on.sa_mask);
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &on, &previous_[i]);
+    for (int i = 0; i < 3; ++i) {
+      ::sigaction(kSignals[i], nullptr, &previous_[i]);
+      if (previous_[i].sa_handler != SIG_IGN) ::sigaction(kSignals[i], &on, nullptr);
+    }
   }
   ~CleanupOnSignal() {
     for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
   }
   CleanupOnSignal(const CleanupOnSignal&) = delete;
   CleanupOnSignal& operator=(const CleanupOnSignal&) = delete;
+
+  // While one lives, those signals wait in this thread: a file made in the
+  // meantime is published to the handler before it can run.
+  class Deferred {
+   public:
+    Deferred() {
+      sigset_t set;
+      sigemptyset(&set);
+      for (int s : kSignals) sigaddset(&set, s);
+      ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+    }
+    ~Deferred() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+    Deferred(const Deferred&) = delete;
+    Deferred& operator=(const Deferred&) = delete;
+
+   private:
+    sigset_t previous_;
+  };
 
  private:
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
@@ -1727,8 +1752,8 @@ int RunFilter(const FilterFlags& f) {
   // A failed or killed task leaves no partial output, and a task run again
   // keeps the last complete one until it replaces it.
   CleanupOnSignal cleanup;
+  PublishedOutputs published;  // outlives pending: the handler knows the files until they go
   PendingOutputs pending;
-  PublishedOutputs published;
   pending.OnTemporaryNames([&](const std::vector<std::string>& names) { published.Publish(names); });
   std::vector<FilePtr> outs;
   std::vector<std::string> out_paths;
@@ -1824,6 +1849,9 @@ class ScratchDir {
     NEARDUP_ASSIGN_OR_RETURN(const std::filesystem::path where, ScratchParent(parent));
     RemoveDeadScratch(where, quiet);
     std::string path = (where / "neardup-dedup-XXXXXX").string();
+    // A signal before the handler knows the directory (or before its lock
+    // exists, which the next run's scan needs) would leave it for good.
+    const CleanupOnSignal::Deferred deferred;
     if (::mkdtemp(path.data()) == nullptr) {
       return Status::IOError("cannot create a directory in " + parent + " for --memory-limit: " +
                              std::strerror(errno));
@@ -1833,9 +1861,11 @@ class ScratchDir {
     return d;
   }
   ~ScratchDir() {
-    g_scratch_dir[0] = 0;
     std::error_code ec;
+    // The handler stays armed until the directory is gone: a signal halfway
+    // through remove_all finishes the job.
     if (temporary_ || done_) std::filesystem::remove_all(path_, ec);
+    g_scratch_dir[0] = 0;
     if (!temporary_ && done_) {
       std::filesystem::remove(lock_path_, ec);
       std::filesystem::remove(std::filesystem::path(path_).parent_path(), ec);  // if empty
@@ -1907,20 +1937,19 @@ class RoundOutputs {
     if (dups_) NEARDUP_RETURN_IF_ERROR(FinishOutput(std::move(dups_), a.duplicates));
     return Status::OK();
   }
-  // The run succeeded: the outputs take their names.
+  // The run succeeded: the outputs take their names. The handler keeps them
+  // until then: a signal during the fsyncs removes them.
   Status Commit() {
+    Status st = pending_.Commit();
     published_.Unpublish();
-    return pending_.Commit();
-  }
-
-  ~RoundOutputs() {
-    published_.Unpublish();
-    outs_.clear(), dups_.reset();  // closed before pending_ removes them
+    return st;
   }
 
  private:
-  PendingOutputs pending_;
+  // Destroyed in reverse: the streams close, pending_ removes the files, and
+  // only then does the handler forget their names.
   PublishedOutputs published_;  // pending_'s temporary names for the signal handler
+  PendingOutputs pending_;
   std::vector<std::string> paths_;
   std::vector<FilePtr> outs_;
   FilePtr dups_;
