@@ -1,6 +1,7 @@
 // The util layer's small pieces: the Result helper, the codec, the hashes.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -137,6 +139,34 @@ TEST(ParallelForPool, WorkersServeMoreThanOneCall) {
     });
   }
   EXPECT_GE(most.load(), 2);
+}
+
+// dedup's read-ahead lowers its own priority (LowerThisThreadPriority): the
+// caller's stays, and so does the pool's, whose workers were started before
+// (StartWorkers) and serve the lowered thread's calls too.
+TEST(ParallelForPool, ALoweredThreadLeavesOthersAndThePoolAlone) {
+  StartWorkers(3);
+  const int base = ::getpriority(PRIO_PROCESS, 0);
+  std::atomic<int> lowered{-100};
+  std::mutex mu;
+  std::vector<int> seen_on_workers;
+  std::thread t([&] {
+    LowerThisThreadPriority(2);
+    lowered = ::getpriority(PRIO_PROCESS, 0);
+    const std::thread::id self = std::this_thread::get_id();
+    ParallelFor(64, 3, [&](size_t, size_t) {
+      if (std::this_thread::get_id() != self) {
+        std::lock_guard<std::mutex> lock(mu);
+        seen_on_workers.push_back(::getpriority(PRIO_PROCESS, 0));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  t.join();
+  EXPECT_EQ(lowered.load(), std::min(19, base + 2));
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), base);
+  EXPECT_FALSE(seen_on_workers.empty());  // 64 chunks of 1 ms: the workers took some
+  for (int p : seen_on_workers) EXPECT_EQ(p, base);
 }
 
 // A child forked after the pool started has none of its workers: its calls

@@ -27,9 +27,14 @@
 #include "line_facts.h"
 #include "neardup/dedup/dedup.h"
 #include "neardup/dedup/kept_file.h"
+#include "neardup/util/parallel.h"
 
 namespace neardup::cli {
 namespace {
+
+// How far below the deciding thread the read-ahead runs (ReadFile): 3 to 8
+// measured alike on 2 cores, 19 starved it.
+constexpr int kReadAheadNiceLevels = 5;
 
 struct DedupFlags {
   InputFlags in;
@@ -328,6 +333,7 @@ class DedupRun {
     RecordReader reader(std::move(in), ToReaderOptions(f_.in, files_ > 1 ? name : ""));
     Batch next;
     std::future<void> ahead;  // uses reader and next: declared after them, so waited for first
+    StartWorkers(threads_);  // here, at this thread's priority: not by the read-ahead (below)
     Prepare(reader, name, &cur_, threads_);
     for (;;) {
       NEARDUP_RETURN_IF_ERROR(cur_.status);
@@ -335,9 +341,17 @@ class DedupRun {
       if (cur_.records.empty()) break;
       *stopped = !CollectTexts();
       // One thread fewer ahead: the in-order half of the decision, the serial
-      // path, keeps a core to itself (decided already: the writing).
+      // path, keeps a core to itself (decided already: the writing). And a
+      // lower priority: the read-ahead should fill the cores the decision
+      // leaves idle, not take one from its search. Three runnable threads on
+      // two cores left each slice waiting for a preempted worker; at 5 nice
+      // levels below, 1M short documents took 1.61x less time on 2 threads
+      // than on 1, against 1.45x (docs/BENCHMARKS.md, "Two threads").
       if (!*stopped && threads_ > 1) {
-        ahead = std::async(std::launch::async, [&] { Prepare(reader, name, &next, threads_ - 1); });
+        ahead = std::async(std::launch::async, [&] {
+          LowerThisThreadPriority(kReadAheadNiceLevels);
+          Prepare(reader, name, &next, threads_ - 1);
+        });
       }
       auto t0 = std::chrono::steady_clock::now();
       const uint64_t first_sequence = precomputed_ ? loaded_ + written_docs_ : dedup_.next_sequence();
@@ -347,7 +361,7 @@ class DedupRun {
         sigs = std::span(precomputed_->sigs).subspan(written_docs_, cur_.texts.size());
       } else {
         dedup_.CountAnalyzed(cur_.invalid_utf8);
-        Status st = dedup_.DecideBatch(cur_.sigs, &decisions_, threads_);
+        Status st = dedup_.DecideBatch(cur_.sigs, &decisions_, DecisionThreads(ahead.valid()));
         if (!st.ok()) return Status::Internal(st.ToString());
       }
       written_docs_ += cur_.texts.size();
@@ -523,6 +537,17 @@ class DedupRun {
     double read_s = 0, analyze_s = 0, join_s = 0;
     Status status;                        // of the read, or of the join's pass
   };
+
+  // The plain rule's search is one index probe: beside a read-ahead, the
+  // threaded decision's two passes over each slice cost more than the
+  // threads it takes from the read-ahead save (1M short documents on 2
+  // threads: 1.61x over 1 thread decided on one, 1.41x on two;
+  // docs/BENCHMARKS.md, "Two threads"). The re-check's search is the larger
+  // part of the work and takes them all.
+  int DecisionThreads(bool reading_ahead) const {
+    const bool plain = !dedup_.options().recheck.enabled;
+    return plain && reading_ahead ? std::max(1, threads_ - 1) : threads_;
+  }
 
   // Decided already (precomputed_), the lines are not parsed again: the
   // first pass's facts say what each one is (line_facts.h).

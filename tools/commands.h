@@ -145,7 +145,10 @@ void AddSettingFlags(CLI::App* cmd, std::span<const Setting<S>> table, S* target
   for (const Setting<S>& d : table) {
     const std::string name = "--" + prefix + d.flag;
     if (d.type == SettingType::kBool && prefix.empty()) {
-      cmd->add_flag_callback(name, [&d, target] { d.set(*target, true); }, d.doc + " (default)");
+      // Said in a sentence of its own: "(default)" after a doc that ends
+      // with what "off" does read as if off were the default.
+      const bool on = std::get<bool>(d.get(defaults));
+      cmd->add_flag_callback(name, [&d, target] { d.set(*target, true); }, d.doc + (on ? ". On by default" : ". Off by default"));
       cmd->add_flag_callback("--no-" + d.flag, [&d, target] { d.set(*target, false); }, "Turns " + name + " off");
       continue;
     }

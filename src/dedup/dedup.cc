@@ -113,9 +113,12 @@ Status Deduplicator::ProbeBatch(std::span<const DocSignature> sigs,
 // searched whole instead (NearDupSet's contract). The slice bounds how stale
 // the first search gets (more kept since it began, more new stop keys) and
 // the pairs the second weighs (its fingerprint scan is quadratic in it).
+// 128: 1M short documents on 2 threads took 8 % less time than with 512
+// (and 256), 64 and 32 more (more waits for the slowest thread);
+// docs/BENCHMARKS.md, "Two threads".
 Status Deduplicator::DecideOnThreads(std::span<const DocSignature> sigs, std::vector<DedupDecision>* out,
                                      int threads, std::span<const std::optional<DuplicateMatch>> priors) {
-  constexpr size_t kDecideSlice = 512;
+  constexpr size_t kDecideSlice = 128;
   for (size_t begin = 0; begin < sigs.size(); begin += kDecideSlice) {
     const size_t end = std::min(sigs.size(), begin + kDecideSlice);
     NEARDUP_RETURN_IF_ERROR(SearchSlice(sigs, begin, end, threads));

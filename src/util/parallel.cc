@@ -1,9 +1,11 @@
 #include "neardup/util/parallel.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -128,6 +130,16 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, s
   job.n = n;
   Pool::Get().Run(&job, workers - 1);
   if (job.error) std::rethrow_exception(job.error);
+}
+
+void StartWorkers(int threads) {
+  if (threads > 1) ParallelFor(static_cast<size_t>(threads), threads, [](size_t, size_t) {});
+}
+
+void LowerThisThreadPriority(int levels) {
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, 0);  // 0: this thread, on Linux
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, 0, std::min(19, now + levels));
 }
 
 }  // namespace neardup

@@ -21,6 +21,18 @@ namespace neardup {
 // (a fork from inside fn: the child must exec or _exit).
 void ParallelFor(size_t n, int threads, const std::function<void(size_t begin, size_t end)>& fn);
 
+// Starts the pool's workers for calls of up to `threads` threads now, on the
+// calling thread: a worker keeps the scheduling priority of the thread that
+// started it, so a caller that lowers a thread's priority (below) starts the
+// workers first from a thread that has not.
+void StartWorkers(int threads);
+
+// Lowers the calling thread's scheduling priority by `levels` nice levels
+// (at most to 19), for work that should only fill cores others leave idle.
+// Linux: nice is a thread's own; threads it starts inherit it. Best effort:
+// a failure changes nothing.
+void LowerThisThreadPriority(int levels);
+
 // The first p elements of the stable merge of sorted a[0..na) and b[0..nb)
 // (a's first on ties): how many of them come from a ("merge path").
 template <typename It, typename Less>
