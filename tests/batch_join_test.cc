@@ -354,6 +354,33 @@ TEST(BatchJoinTest, PairsPastTheLimitAreRefusedAndTheLimitCountsDocuments) {
   }
 }
 
+// Regression (adversarial test, 2026-12-02): with anchor_max_postings
+// raised far (--anchor-max-postings), texts sharing common n-grams made
+// anchor groups whose pairs grow with the square of their size, with no
+// limit: a run grew to 23 GB and was killed by the kernel. Past
+// JoinPairLimit the join now refuses, as it does for fingerprint pairs;
+// with the default cap the same texts decide.
+TEST(BatchJoinTest, AnchorPairsPastTheLimitAreRefused) {
+  DedupOptions options;
+  options.recheck.anchor_max_postings = kMaxAnchorPostings;
+  std::vector<std::string> texts;
+  for (int i = 0; i < 2500; ++i) {
+    texts.push_back("the same long notice for every resident of the block, about the water, number " +
+                    std::to_string(i));
+  }
+  const std::vector<DocSignature> sigs = Sign(texts, options);
+  std::vector<DedupDecision> out;
+  JoinStats stats;
+  const Status st = DecideByJoin(sigs, options, 2, &out, &stats);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted) << st.ToString();
+  EXPECT_NE(st.message().find("--anchor-max-postings"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(out.empty());
+  options.recheck.anchor_max_postings = RecheckOptions{}.anchor_max_postings;
+  ASSERT_TRUE(DecideByJoin(sigs, options, 2, &out, &stats).ok());
+  EXPECT_EQ(out.size(), sigs.size());
+  EXPECT_LT(stats.pairs, JoinPairLimit(sigs.size()));
+}
+
 // The decider hands out DecideByJoin's decisions one at a time, in order,
 // and refuses one past the last.
 TEST(BatchJoinTest, DeciderGivesTheDecisionsInOrder) {

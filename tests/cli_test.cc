@@ -851,6 +851,32 @@ TEST_F(CliTest, InterruptedRunResumesToTheSameOutputs) {
   EXPECT_EQ(Run("dedup -i - -o " + Path("x") + " --checkpoint " + Path("c2"), kSample), 2);
 }
 
+// Regression (adversarial test, 2026-12-02): a resumed run read its
+// checkpoint's cluster members back through a JSON parse, which respelled
+// their raw ids ("\u00e9" as "é", 1E2 as 100.0): its --clusters differed
+// from an uninterrupted run's. The run is stopped by a bad line in its last
+// input (--strict) after the first two were checkpointed.
+TEST_F(CliTest, AResumedRunKeepsTheClustersRawIds) {
+  const std::string fox = R"("text": "The quick brown fox jumps over the lazy dog near the river bank today"})";
+  const std::string db = R"("text": "Completely different text about database replication and consensus"})";
+  WriteFile(Path("a.jsonl"), R"({"id": "k\u00e9pt-1", )" + fox + "\n" + R"({"id": "x\/y", )" + db + "\n");
+  WriteFile(Path("b.jsonl"), R"({"id": "dup-\u00e9-2", )" + fox + "\n" + R"({"id": 1E2, )" + db + "\n");
+  const std::string good = R"({"id": 5, "text": "another unrelated sentence about apples and oranges"})" "\n";
+  WriteFile(Path("c.jsonl"), good);
+  const std::string args = "dedup -q --strict -i " + Path("a.jsonl") + " -i " + Path("b.jsonl") + " -i " +
+                           Path("c.jsonl") + " -o " + Path("out") + " --checkpoint " + Path("ck") + " --clusters ";
+  ASSERT_EQ(Run(args + Path("want")), 0) << err_;
+  const std::string want = ReadFile(Path("want"));
+  EXPECT_NE(want.find(R"("members": ["dup-\u00e9-2"])"), std::string::npos) << want;
+  EXPECT_NE(want.find(R"("members": [1E2])"), std::string::npos) << want;
+  WriteFile(Path("c.jsonl"), "bad line\n");
+  ASSERT_EQ(Run(args + Path("got")), 3) << err_;
+  ASSERT_TRUE(std::filesystem::exists(Path("ck")));
+  WriteFile(Path("c.jsonl"), good);
+  ASSERT_EQ(Run(args + Path("got")), 0) << err_;
+  EXPECT_EQ(ReadFile(Path("got")), want);
+}
+
 // Regression (issue 17, adversarial test, 2026-11-29): --load-index took an
 // index saved with another --max-text-bytes and missed a byte-identical long
 // text; the scheme mismatch printed its ids in decimal, the manifest in hex.

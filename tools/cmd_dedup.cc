@@ -1,5 +1,6 @@
 // neardup dedup: first-wins near-duplicate removal over JSONL or lines.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -511,10 +512,30 @@ class DedupRun {
     if (!clusters_file_) return Status::OK();
     std::stringstream lines(text);
     for (std::string line; std::getline(lines, line);) {
-      const auto j = nlohmann::json::parse(line);
-      clusters_.Add(j["kept"].get<uint64_t>(), j["id"].dump());
+      uint64_t kept = 0;
+      std::string_view id;
+      if (!ParseClusterLine(line, &kept, &id)) {
+        return Status::Corruption(checkpoint_->Clusters(file) + ": not a cluster line: " + line.substr(0, 200));
+      }
+      clusters_.Add(kept, std::string(id));
     }
     return Status::OK();
+  }
+
+  // A line WriteDecisions wrote: {"kept": N, "id": RAW}. RAW, the id's raw
+  // JSON token, is taken back as it is: a JSON parse and dump respelled it
+  // ("\u00e9" as "é", 1E2 as 100.0), and a resumed run's --clusters differed
+  // from an uninterrupted one's (an adversarial test, 2026-12-02).
+  static bool ParseClusterLine(std::string_view line, uint64_t* kept, std::string_view* id) {
+    constexpr std::string_view kHead = "{\"kept\": ", kMiddle = ", \"id\": ";
+    if (!line.starts_with(kHead) || !line.ends_with('}')) return false;
+    line.remove_prefix(kHead.size());
+    const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), *kept);
+    if (ec != std::errc()) return false;
+    line.remove_prefix(static_cast<size_t>(end - line.data()));
+    if (!line.starts_with(kMiddle)) return false;
+    *id = line.substr(kMiddle.size(), line.size() - kMiddle.size() - 1);
+    return !id->empty();
   }
 
   static double Since(std::chrono::steady_clock::time_point t0) {

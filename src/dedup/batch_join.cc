@@ -344,7 +344,8 @@ class BucketTest {
 // pair rule's size test is a window, not a test per pair; the bucket counts
 // then rule out most of the rest. Both sides of such a pair have sketches,
 // so the filter decides as the pair rule would.
-void GroupPairs(std::vector<Member>& m, const BucketTest& test, std::vector<Pair>* out) {
+// False, the pairs cut short, once `out` would hold more than `cap`.
+bool GroupPairs(std::vector<Member>& m, const BucketTest& test, size_t cap, std::vector<Pair>* out) {
   std::sort(m.begin(), m.end(), [](const Member& a, const Member& b) {
     return a.shingles != b.shingles ? a.shingles < b.shingles : a.cls < b.cls;
   });
@@ -359,15 +360,22 @@ void GroupPairs(std::vector<Member>& m, const BucketTest& test, std::vector<Pair
       uint8_t dirs = 0;
       if (y.probes && x.found) dirs |= kForward;
       if (x.probes && y.found && x.last > y.first) dirs |= kBackward;
-      if (dirs != 0) out->push_back(Pair{y.cls, x.cls, dirs});
+      if (dirs == 0) continue;
+      if (out->size() == cap) return false;
+      out->push_back(Pair{y.cls, x.cls, dirs});
     }
   }
+  return true;
 }
 
 // The candidate pairs that share a live anchor and that the exact filter
 // does not rule out: each bucket sorted and its stop keys marked, then the
-// live slots of every class, then each bucket's groups paired.
-std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
+// live slots of every class, then each bucket's groups paired. A group's
+// pairs grow with the square of its size, which --anchor-max-postings
+// bounds; raised far, a common n-gram pairs most of the input: past
+// JoinPairLimit, kResourceExhausted instead of exhausting memory (an
+// adversarial test's run grew to 23 GB, 2026-12-02).
+Status AnchorPairs(Rule& rule, int threads, JoinStats* stats, std::vector<Pair>* pairs) {
   std::vector<size_t> at;
   std::vector<uint64_t> postings = BucketedPostings(rule, threads, &at);
   std::vector<uint32_t> stop(rule.classes.size(), 0);
@@ -384,16 +392,19 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
   for (uint32_t c = 0; c < stop.size(); ++c) stop[c] = rule.info[c].probe | rule.info[c].found;
   const std::vector<uint32_t>& live_slots = stop;
   std::mutex mu;
-  std::vector<Pair> out;
-  std::atomic<uint64_t> live{0};
+  std::vector<Pair>& out = *pairs;
+  std::atomic<uint64_t> live{0}, listed{0};
+  std::atomic<bool> over{false};
+  const uint64_t limit = JoinPairLimit(rule.sigs.size());
   const BucketTest test(rule.options.recheck.threshold);
   ParallelFor(kBuckets, threads, [&](size_t bb, size_t be) {
     std::vector<Pair> local;
     std::vector<Member> m;
     uint64_t seen = 0;
-    for (size_t b = bb; b < be; ++b) {
+    for (size_t b = bb; b < be && !over.load(std::memory_order_relaxed); ++b) {
       const uint64_t* const end = postings.data() + at[b + 1];
       ForEachGroup(postings.data() + at[b], at[b + 1] - at[b], [&](const uint64_t* p, const uint64_t* e) {
+        if (over.load(std::memory_order_relaxed)) return;
         m.clear();
         for (; p != e; ++p) {
           // Two steps ahead: the live slots far ahead, a class's info once
@@ -409,7 +420,12 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
                              (i.found & bit) != 0});
         }
         seen += m.size();
-        GroupPairs(m, test, &local);
+        // The other threads' pairs so far, and this one's: at most `limit`.
+        const size_t before = local.size();
+        const uint64_t others = listed.load(std::memory_order_relaxed);
+        const size_t cap = others >= limit ? before : before + static_cast<size_t>(limit - others);
+        if (!GroupPairs(m, test, cap, &local)) over = true;
+        listed += local.size() - before;
       });
     }
     live += seen;
@@ -417,7 +433,15 @@ std::vector<Pair> AnchorPairs(Rule& rule, int threads, JoinStats* stats) {
     out.insert(out.end(), local.begin(), local.end());
   });
   stats->live_postings = live.load();
-  return out;
+  if (over.load()) {
+    std::vector<Pair>().swap(out);
+    return Status::ResourceExhausted("the join would list more than " + std::to_string(limit) +
+                                     " pairs of texts that share an anchor n-gram (--anchor-max-postings " +
+                                     std::to_string(rule.options.recheck.anchor_max_postings) +
+                                     " lets that many texts share one): use --decide stream, or a lower "
+                                     "--anchor-max-postings");
+  }
+  return Status::OK();
 }
 
 // ---- fingerprints -----------------------------------------------------------
@@ -692,7 +716,8 @@ Result<std::unique_ptr<JoinDecider>> JoinDecider::Create(std::span<const DocSign
   rule.pair_options.recheck = options.recheck;
 
   t0 = Clock::now();
-  std::vector<Pair> pairs = AnchorPairs(rule, threads, stats);
+  std::vector<Pair> pairs;
+  NEARDUP_RETURN_IF_ERROR(AnchorPairs(rule, threads, stats, &pairs));
   stats->anchors_s = Since(t0);
   t0 = Clock::now();
   std::vector<uint32_t> fp_group;

@@ -69,7 +69,9 @@ struct JoinStats {
 // (max(k, short_k) with the re-check) above kMaxSelfJoinK;
 // kResourceExhausted when pairs of nearby fingerprint values would list more
 // than JoinPairLimit(sigs.size()) pairs of classes (many distinct texts near
-// one fingerprint: the stream rule handles them). *out is left empty on error.
+// one fingerprint: the stream rule handles them), and when the pairs of
+// classes that share a live anchor would (a raised anchor_max_postings lets
+// a common n-gram pair most of the input). *out is left empty on error.
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats = nullptr);
 
