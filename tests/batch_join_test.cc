@@ -357,14 +357,16 @@ TEST(BatchJoinTest, PairsPastTheLimitAreRefusedAndTheLimitCountsDocuments) {
 // Regression (adversarial test, 2026-12-02): with anchor_max_postings
 // raised far (--anchor-max-postings), texts sharing common n-grams made
 // anchor groups whose pairs grow with the square of their size, with no
-// limit: a run grew to 23 GB and was killed by the kernel. Past
-// JoinPairLimit the join now refuses, as it does for fingerprint pairs;
-// with the default cap the same texts decide.
+// limit: a run grew to 23 GB and was killed by the kernel. Past its limit
+// (by default a quarter of the machine's memory, here set low) the join now
+// refuses, as it does for fingerprint pairs; with the default cap the same
+// texts decide.
 TEST(BatchJoinTest, AnchorPairsPastTheLimitAreRefused) {
   DedupOptions options;
   options.recheck.anchor_max_postings = kMaxAnchorPostings;
+  options.join_max_anchor_pairs = uint64_t{1} << 20;
   std::vector<std::string> texts;
-  for (int i = 0; i < 2500; ++i) {
+  for (int i = 0; i < 600; ++i) {
     texts.push_back("the same long notice for every resident of the block, about the water, number " +
                     std::to_string(i));
   }
@@ -378,7 +380,13 @@ TEST(BatchJoinTest, AnchorPairsPastTheLimitAreRefused) {
   options.recheck.anchor_max_postings = RecheckOptions{}.anchor_max_postings;
   ASSERT_TRUE(DecideByJoin(sigs, options, 2, &out, &stats).ok());
   EXPECT_EQ(out.size(), sigs.size());
-  EXPECT_LT(stats.pairs, JoinPairLimit(sigs.size()));
+  EXPECT_LT(stats.pairs, options.join_max_anchor_pairs);
+  // The default: JoinPairLimit's floor, or a quarter of the memory in pairs
+  // of 24 bytes, whichever is larger.
+  EXPECT_EQ(JoinAnchorPairLimit(1000, uint64_t{24} << 30), (uint64_t{24} << 30) / 96);
+  EXPECT_EQ(JoinAnchorPairLimit(1000, 1 << 20), JoinPairLimit(1000));
+  EXPECT_EQ(JoinAnchorPairLimit(uint64_t{1} << 30, uint64_t{24} << 30), JoinPairLimit(uint64_t{1} << 30));
+  EXPECT_GT(MemoryBytesAllowed(), 0u);
 }
 
 // The decider hands out DecideByJoin's decisions one at a time, in order,

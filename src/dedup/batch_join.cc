@@ -1,10 +1,14 @@
 #include "neardup/dedup/batch_join.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -372,9 +376,9 @@ bool GroupPairs(std::vector<Member>& m, const BucketTest& test, size_t cap, std:
 // does not rule out: each bucket sorted and its stop keys marked, then the
 // live slots of every class, then each bucket's groups paired. A group's
 // pairs grow with the square of its size, which --anchor-max-postings
-// bounds; raised far, a common n-gram pairs most of the input: past
-// JoinPairLimit, kResourceExhausted instead of exhausting memory (an
-// adversarial test's run grew to 23 GB, 2026-12-02).
+// bounds; raised far, a common n-gram pairs most of the input: past the
+// limit (JoinAnchorPairLimit), kResourceExhausted instead of exhausting
+// memory (an adversarial test's run grew to 23 GB, 2026-12-02).
 Status AnchorPairs(Rule& rule, int threads, JoinStats* stats, std::vector<Pair>* pairs) {
   std::vector<size_t> at;
   std::vector<uint64_t> postings = BucketedPostings(rule, threads, &at);
@@ -395,7 +399,9 @@ Status AnchorPairs(Rule& rule, int threads, JoinStats* stats, std::vector<Pair>*
   std::vector<Pair>& out = *pairs;
   std::atomic<uint64_t> live{0}, listed{0};
   std::atomic<bool> over{false};
-  const uint64_t limit = JoinPairLimit(rule.sigs.size());
+  const uint64_t limit = rule.options.join_max_anchor_pairs != 0
+                             ? rule.options.join_max_anchor_pairs
+                             : JoinAnchorPairLimit(rule.sigs.size(), MemoryBytesAllowed());
   const BucketTest test(rule.options.recheck.threshold);
   ParallelFor(kBuckets, threads, [&](size_t bb, size_t be) {
     std::vector<Pair> local;
@@ -739,6 +745,27 @@ Result<DedupDecision> JoinDecider::Next() {
 }
 
 uint64_t JoinPairLimit(uint64_t documents) { return std::max<uint64_t>(uint64_t{1} << 24, uint64_t{64} * documents); }
+
+uint64_t JoinAnchorPairLimit(uint64_t documents, uint64_t memory_bytes) {
+  static_assert(sizeof(Pair) <= 12);
+  return std::max(JoinPairLimit(documents), memory_bytes / 4 / 24);
+}
+
+uint64_t MemoryBytesAllowed() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  uint64_t bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) bytes = std::min<uint64_t>(bytes, as.rlim_cur);
+  // cgroup v2 (a Slurm job's, a container's): /proc/self/cgroup's "0::PATH".
+  std::ifstream cg("/proc/self/cgroup");
+  for (std::string line; std::getline(cg, line);) {
+    if (!line.starts_with("0::")) continue;
+    std::ifstream max("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+    uint64_t limit = 0;
+    if (max >> limit) bytes = std::min(bytes, limit);  // "max" (no limit) reads as nothing
+  }
+  return bytes;
+}
 
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats) {

@@ -70,8 +70,9 @@ struct JoinStats {
 // kResourceExhausted when pairs of nearby fingerprint values would list more
 // than JoinPairLimit(sigs.size()) pairs of classes (many distinct texts near
 // one fingerprint: the stream rule handles them), and when the pairs of
-// classes that share a live anchor would (a raised anchor_max_postings lets
-// a common n-gram pair most of the input). *out is left empty on error.
+// classes that share a live anchor would pass
+// options.join_max_anchor_pairs (a raised anchor_max_postings lets a common
+// n-gram pair most of the input). *out is left empty on error.
 Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& options, int threads,
                     std::vector<DedupDecision>* out, JoinStats* stats = nullptr);
 
@@ -80,6 +81,20 @@ Status DecideByJoin(std::span<const DocSignature> sigs, const DedupOptions& opti
 // signature): whether a run fails must not depend on what its signatures
 // hold (a --no-recheck run without sketches has fewer classes than one with).
 uint64_t JoinPairLimit(uint64_t documents);
+
+// The most pairs of classes sharing an anchor that the join lists by
+// default: max(JoinPairLimit(documents), as many as take a quarter of
+// `memory_bytes` (MemoryBytesAllowed) at 24 bytes each, the
+// list and its merge). Not JoinPairLimit alone: under the default
+// anchor_max_postings natural long texts already list about 64 such pairs
+// per document at 3,000 (docs/cli.md), more as the kept groups fill up, so
+// that limit would refuse runs the machine can hold. This one turns a run
+// that would exhaust memory into an error.
+uint64_t JoinAnchorPairLimit(uint64_t documents, uint64_t memory_bytes);
+// The memory this process may use: the machine's, or less under a
+// RLIMIT_AS (ulimit -v) or a cgroup v2 memory.max (a Slurm job, a
+// container).
+uint64_t MemoryBytesAllowed();
 
 // DecideByJoin one document at a time: Create runs the join (all of it but
 // the pass in input order, which is serial) and Next decides the documents

@@ -76,6 +76,10 @@ struct DedupOptions {
   // false skips it then. Keep true where signatures outlive this run's
   // settings: a saved index may be loaded by a run with the re-check on.
   bool sketch_without_recheck = true;
+  // DecideByJoin only: the most pairs of texts that share an anchor it
+  // lists, all held at once; 0 (the default): JoinAnchorPairLimit. Tests
+  // set it low.
+  uint64_t join_max_anchor_pairs = 0;
 };
 
 struct DedupDecision {
