@@ -98,6 +98,24 @@ TEST_F(InputStreamTest, ConcatenatedGzipMembersAreOneStream) {
   EXPECT_EQ(got, "first\nsecond\n");
 }
 
+// Found by an adversarial test (2026-12-02): zero bytes after the last
+// member (a device's or a tape's padding), which gzip -d reads as the end,
+// were "corrupt gzip data". Anything else after the zeros still is, in any
+// read size.
+TEST_F(InputStreamTest, ZeroPaddingAfterGzipEndsIt) {
+  const std::string gz = Gzip("first\n") + Gzip("second\n"), zeros(1000, '\0');
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}}) {
+    std::string got;
+    ASSERT_TRUE(ReadAll(Write("pad.gz", gz + zeros), chunk, &got).ok()) << chunk;
+    EXPECT_EQ(got, "first\nsecond\n") << chunk;
+    const Status st = ReadAll(Write("pad2.gz", gz + zeros + "x"), chunk, &got);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << chunk;
+    EXPECT_NE(st.message().find("after the zero padding"), std::string::npos) << st.message();
+    EXPECT_EQ(ReadAll(Write("pad3.gz", gz + zeros + Gzip("third\n")), chunk, &got).code(),
+              Status::Code::kCorruption) << chunk;
+  }
+}
+
 // A zstd skippable frame: magic 0x184D2A50 + nibble, little-endian, then the
 // content's size and the content (pzstd puts one before each frame).
 std::string SkippableFrame(unsigned nibble, const std::string& content) {

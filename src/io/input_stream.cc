@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -49,6 +50,17 @@ class GzipDecoder : public InputStream::Decoder {
     if (!ok_) return Status::Internal(name_ + ": cannot initialize zlib");
     if (member_ended_) {
       if (in_size == 0) return Status::OK();
+      // Zero bytes after a member (a block device's or a tape's padding)
+      // end the data, as gzip reads them; anything after them is not gzip.
+      if (in[0] == 0 || padded_) {
+        const size_t zeros = static_cast<size_t>(std::find_if(in, in + in_size, [](char c) { return c != 0; }) - in);
+        if (zeros < in_size) {
+          return Status::Corruption(name_ + ": corrupt gzip data (bytes after the zero padding that ends it)");
+        }
+        padded_ = true;
+        *consumed = zeros;
+        return Status::OK();
+      }
       inflateReset(&z_);  // concatenated members (`cat a.gz b.gz`) are one stream
       member_ended_ = false;
     }
@@ -74,6 +86,7 @@ class GzipDecoder : public InputStream::Decoder {
   z_stream z_{};
   bool ok_ = false;
   bool member_ended_ = false;
+  bool padded_ = false;  // zero bytes came after the last member
 };
 
 class ZstdDecoder : public InputStream::Decoder {
