@@ -522,12 +522,16 @@ class DedupRun {
     return Status::OK();
   }
 
-  // A line WriteDecisions wrote: {"kept": N, "id": RAW}. RAW, the id's raw
-  // JSON token, is taken back as it is: a JSON parse and dump respelled it
-  // ("\u00e9" as "é", 1E2 as 100.0), and a resumed run's --clusters differed
-  // from an uninterrupted one's (an adversarial test, 2026-12-02).
+  // A checkpoint's cluster member: {"kept": N, "id": RAW}, RAW the id's raw
+  // JSON token. ParseClusterLine takes RAW back as it is: a JSON parse and
+  // dump respelled it ("\u00e9" as "é", 1E2 as 100.0), and a resumed run's
+  // --clusters differed from an uninterrupted one's (an adversarial test,
+  // 2026-12-02).
+  static constexpr std::string_view kHead = "{\"kept\": ", kMiddle = ", \"id\": ";
+  static std::string ClusterLine(uint64_t kept, std::string_view id) {
+    return std::string(kHead) + std::to_string(kept) + std::string(kMiddle) + std::string(id) + "}\n";
+  }
   static bool ParseClusterLine(std::string_view line, uint64_t* kept, std::string_view* id) {
-    constexpr std::string_view kHead = "{\"kept\": ", kMiddle = ", \"id\": ";
     if (!line.starts_with(kHead) || !line.ends_with('}')) return false;
     line.remove_prefix(kHead.size());
     const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), *kept);
@@ -684,7 +688,7 @@ class DedupRun {
       }
       if (clusters_file_) clusters_.Add(d.duplicate_of, r.id);
       if (clusters_file_ && checkpoint_) {
-        segment_clusters_ += "{\"kept\": " + std::to_string(d.duplicate_of) + ", \"id\": " + r.id + "}\n";
+        segment_clusters_ += ClusterLine(d.duplicate_of, r.id);
       }
     }
   }
